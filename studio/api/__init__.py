@@ -1,0 +1,20 @@
+"""The one NinjaAPI at /api/ (OpenAPI docs at /api/docs)."""
+
+from ninja import NinjaAPI
+
+from studio.api import errors, health, pools, runs, session, tasks, tokens
+
+api = NinjaAPI(
+    title="Orchestra Studio API",
+    version="1",
+    description="Learned orchestration of LLM agents. Authenticate with a session or "
+    "'Authorization: Bearer <token>' (create tokens at POST /api/tokens).",
+    urls_namespace="api",
+)
+errors.install(api)
+api.add_router("", health.router)
+api.add_router("/auth", session.router)
+api.add_router("/tokens", tokens.router)
+api.add_router("", pools.router)
+api.add_router("/tasks", tasks.router)
+api.add_router("/runs", runs.router)

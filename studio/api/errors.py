@@ -1,0 +1,59 @@
+"""Every API error is JSON `{"detail": "<a sentence>", ...}` with a 4xx status."""
+
+from typing import Any
+
+from django.core.exceptions import RequestDataTooBig
+from django.http import Http404, HttpRequest, HttpResponse
+from ninja import NinjaAPI
+from ninja.errors import AuthenticationError, HttpError, ValidationError
+
+from studio.errors import ApplicationError
+
+
+def _field(loc: list[Any] | tuple[Any, ...]) -> str:
+    # ninja prefixes the parameter source ("body", "query", "path") and the argument name.
+    parts = [str(part) for part in loc]
+    if len(parts) >= 2 and parts[0] == "body":
+        parts = parts[2:] or parts[1:]
+    elif parts and parts[0] in {"query", "path", "header", "cookie"}:
+        parts = parts[1:]
+    return ".".join(parts) or "body"
+
+
+def validation_errors(errors: list[dict[str, Any]]) -> list[dict[str, str]]:
+    """Field and message of each error, without echoing the input (it may hold a key)."""
+    return [
+        {"field": _field(error.get("loc", ())), "message": str(error.get("msg", "is invalid"))}
+        for error in errors
+    ]
+
+
+def install(api: NinjaAPI) -> None:
+    @api.exception_handler(ApplicationError)
+    def application_error(request: HttpRequest, exc: ApplicationError) -> HttpResponse:
+        return api.create_response(request, {"detail": exc.message, **exc.extra}, status=exc.status)
+
+    @api.exception_handler(ValidationError)
+    def invalid_input(request: HttpRequest, exc: ValidationError) -> HttpResponse:
+        errors = validation_errors(exc.errors)
+        summary = "; ".join(f"{e['field']}: {e['message']}" for e in errors[:5])
+        return api.create_response(
+            request, {"detail": f"Invalid input. {summary}", "errors": errors}, status=422
+        )
+
+    @api.exception_handler(AuthenticationError)
+    def unauthenticated(request: HttpRequest, exc: AuthenticationError) -> HttpResponse:
+        detail = "Authentication required: log in, or send an API token as 'Authorization: Bearer <token>'."
+        return api.create_response(request, {"detail": detail}, status=401)
+
+    @api.exception_handler(HttpError)
+    def http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
+        return api.create_response(request, {"detail": exc.message}, status=exc.status_code)
+
+    @api.exception_handler(Http404)
+    def not_found(request: HttpRequest, exc: Http404) -> HttpResponse:
+        return api.create_response(request, {"detail": str(exc) or "Not found."}, status=404)
+
+    @api.exception_handler(RequestDataTooBig)
+    def too_big(request: HttpRequest, exc: RequestDataTooBig) -> HttpResponse:
+        return api.create_response(request, {"detail": "The request body is too large."}, status=413)

@@ -1,0 +1,59 @@
+"""Browser sessions: login, logout, who am I, and the CSRF cookie."""
+
+from django.contrib.auth import authenticate, login, logout
+from django.http import HttpRequest
+from django.middleware.csrf import get_token
+from ninja import Field, Router, Schema, Status
+from ninja.errors import HttpError
+from ninja.utils import check_csrf
+
+from studio.api.auth import current_user, role
+from studio.models import Role, User
+
+router = Router(tags=["auth"])
+
+
+class LoginIn(Schema):
+    username: str = Field(min_length=1, max_length=150)
+    password: str = Field(min_length=1, max_length=1000)
+
+
+class MeOut(Schema):
+    id: int
+    username: str
+    email: str
+    role: str
+    is_staff: bool
+
+
+class CsrfOut(Schema):
+    csrf_token: str
+
+
+@router.get("/csrf", auth=None, response=CsrfOut)
+def csrf(request: HttpRequest) -> dict[str, str]:
+    """Set the csrftoken cookie; send its value as X-CSRFToken on session writes."""
+    return {"csrf_token": get_token(request)}
+
+
+@router.post("/login", auth=None, response=MeOut)
+def session_login(request: HttpRequest, payload: LoginIn) -> User:
+    if check_csrf(request) is not None:
+        raise HttpError(403, "CSRF check failed: GET /api/auth/csrf first and send X-CSRFToken.")
+    user = authenticate(request, username=payload.username, password=payload.password)
+    if user is None:
+        raise HttpError(401, "Wrong username or password.")
+    login(request, user)
+    assert isinstance(user, User)
+    return user
+
+
+@router.post("/logout", auth=role(Role.VIEWER), response={204: None})
+def session_logout(request: HttpRequest) -> Status:
+    logout(request)
+    return Status(204, None)
+
+
+@router.get("/me", auth=role(Role.VIEWER), response=MeOut)
+def me(request: HttpRequest) -> User:
+    return current_user(request)

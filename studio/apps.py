@@ -1,0 +1,7 @@
+from django.apps import AppConfig
+
+
+class StudioConfig(AppConfig):
+    name = "studio"
+    verbose_name = "Orchestra Studio"
+    default_auto_field = "django.db.models.BigAutoField"

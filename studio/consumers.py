@@ -1,0 +1,92 @@
+"""WebSocket consumers. They only relay: authorize, replay from Postgres, then go live."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import parse_qs
+
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncJsonWebsocketConsumer
+
+from studio.models import Run, RunEvent, User
+from studio.permissions import can_view_run
+from studio.services.events import event_message, run_group
+
+# Close codes (4000-4999 are the application's): a browser can tell why it was refused.
+CLOSE_UNAUTHENTICATED = 4401
+CLOSE_FORBIDDEN = 4403
+REPLAY_BATCH = 500
+
+
+@database_sync_to_async
+def _may_watch(user: User, run_id: int) -> bool:
+    run = Run.objects.filter(pk=run_id).only("id", "owner_id").first()
+    return run is not None and can_view_run(user, run)
+
+
+@database_sync_to_async
+def _events_after(run_id: int, after: int) -> list[dict[str, Any]]:
+    rows = RunEvent.objects.filter(run_id=run_id, seq__gt=after).order_by("seq")[:REPLAY_BATCH]
+    return [event_message(row) for row in rows]
+
+
+def _after(query_string: bytes) -> int:
+    values = parse_qs(query_string.decode("latin-1")).get("after", ["0"])
+    try:
+        return max(0, int(values[0]))
+    except ValueError:
+        return 0
+
+
+class RunConsumer(AsyncJsonWebsocketConsumer):
+    """`/ws/runs/<id>/?after=<seq>`: the run's events after `seq`, then every new one.
+
+    The owner, a researcher or an admin may join. Each event is sent once and in
+    order: the consumer joins the group before it replays, and drops any live event
+    it has already sent.
+    """
+
+    async def connect(self) -> None:
+        user = self.scope.get("user")
+        self.run_id = int(self.scope["url_route"]["kwargs"]["run_id"])
+        if user is None or not user.is_authenticated:
+            await self.close(code=CLOSE_UNAUTHENTICATED)
+            return
+        if not await _may_watch(user, self.run_id):
+            await self.close(code=CLOSE_FORBIDDEN)
+            return
+        self.group = run_group(self.run_id)
+        self.last_seq = _after(self.scope.get("query_string", b""))
+        await self.channel_layer.group_add(self.group, self.channel_name)
+        await self.accept()
+        await self._replay()
+
+    async def _replay(self) -> None:
+        while True:
+            batch = await _events_after(self.run_id, self.last_seq)
+            for message in batch:
+                await self._emit(message)
+            if len(batch) < REPLAY_BATCH:
+                return
+
+    async def _emit(self, message: dict[str, Any]) -> None:
+        self.last_seq = message["seq"]
+        await self.send_json({"kind": "event", **message})
+
+    async def run_event(self, content: dict[str, Any]) -> None:
+        """A `run.event` message from the channel layer."""
+        message = content["event"]
+        if message["seq"] <= self.last_seq:
+            return  # already sent by the replay
+        if message["seq"] > self.last_seq + 1:
+            # A notification was missed: fill the gap from Postgres, in order.
+            await self._replay()
+        if message["seq"] > self.last_seq:
+            await self._emit(message)
+
+    async def disconnect(self, code: int) -> None:
+        if hasattr(self, "group"):
+            await self.channel_layer.group_discard(self.group, self.channel_name)
+
+    async def receive_json(self, content: Any, **kwargs: Any) -> None:
+        """Clients only listen; anything they send is ignored."""

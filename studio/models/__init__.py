@@ -1,0 +1,55 @@
+"""The studio's entities (see DESIGN.md, "Core entities")."""
+
+from studio.models.outcomes import RecordedOutcome
+from studio.models.pools import Admissibility, ModelEndpoint, ModelPool, Primitive
+from studio.models.preferences import PairSource, PreferenceLabel, PreferencePair, Verdict
+from studio.models.runs import (
+    Attempt,
+    AttemptStatus,
+    Domain,
+    Node,
+    NodeKind,
+    NodeStatus,
+    Run,
+    RunEvent,
+    RunStatus,
+    Task,
+)
+from studio.models.training import (
+    Checkpoint,
+    CheckpointKind,
+    EvaluationRun,
+    JobStatus,
+    TrainingJob,
+)
+from studio.models.users import ApiToken, Role, User
+
+__all__ = [
+    "Admissibility",
+    "ApiToken",
+    "Attempt",
+    "AttemptStatus",
+    "Checkpoint",
+    "CheckpointKind",
+    "Domain",
+    "EvaluationRun",
+    "JobStatus",
+    "ModelEndpoint",
+    "ModelPool",
+    "Node",
+    "NodeKind",
+    "NodeStatus",
+    "PairSource",
+    "PreferenceLabel",
+    "PreferencePair",
+    "Primitive",
+    "RecordedOutcome",
+    "Role",
+    "Run",
+    "RunEvent",
+    "RunStatus",
+    "Task",
+    "TrainingJob",
+    "User",
+    "Verdict",
+]

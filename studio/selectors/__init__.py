@@ -1,0 +1,1 @@
+"""Reads. Selectors apply visibility rules and return querysets or rows."""

@@ -1,0 +1,59 @@
+from __future__ import annotations
+
+from django.db.models import QuerySet
+
+from studio.errors import NotFound
+from studio.models import Admissibility, ModelEndpoint, ModelPool, Primitive
+
+
+def pool_list(*, search: str = "") -> QuerySet[ModelPool]:
+    pools = ModelPool.objects.order_by("name")
+    return pools.filter(name__icontains=search) if search else pools
+
+
+def pool_get(*, pool_id: int) -> ModelPool:
+    pool = ModelPool.objects.filter(pk=pool_id).first()
+    if pool is None:
+        raise NotFound(f"Pool {pool_id} does not exist.")
+    return pool
+
+
+def endpoint_list(*, pool_id: int) -> QuerySet[ModelEndpoint]:
+    pool_get(pool_id=pool_id)
+    return ModelEndpoint.objects.filter(pool_id=pool_id).order_by("name")
+
+
+def endpoint_get(*, endpoint_id: int) -> ModelEndpoint:
+    endpoint = ModelEndpoint.objects.filter(pk=endpoint_id).first()
+    if endpoint is None:
+        raise NotFound(f"Endpoint {endpoint_id} does not exist.")
+    return endpoint
+
+
+def primitive_list() -> QuerySet[Primitive]:
+    return Primitive.objects.order_by("name")
+
+
+def primitive_get(*, primitive_id: int) -> Primitive:
+    primitive = Primitive.objects.filter(pk=primitive_id).first()
+    if primitive is None:
+        raise NotFound(f"Primitive {primitive_id} does not exist.")
+    return primitive
+
+
+def admissibility_list(
+    *, pool_id: int | None = None, endpoint_id: int | None = None
+) -> QuerySet[Admissibility]:
+    rows = Admissibility.objects.select_related("primitive").order_by("endpoint_id", "primitive__name")
+    if pool_id is not None:
+        rows = rows.filter(endpoint__pool_id=pool_id)
+    if endpoint_id is not None:
+        rows = rows.filter(endpoint_id=endpoint_id)
+    return rows
+
+
+def admissibility_get(*, admissibility_id: int) -> Admissibility:
+    row = Admissibility.objects.select_related("primitive").filter(pk=admissibility_id).first()
+    if row is None:
+        raise NotFound(f"Admissibility entry {admissibility_id} does not exist.")
+    return row

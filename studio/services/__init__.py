@@ -1,0 +1,1 @@
+"""Writes. Each service is `<entity>_<action>(*, ...)`, atomic, and raises ApplicationError."""

@@ -1,0 +1,98 @@
+"""First-run setup for `manage.py up`: an admin user and the demo pool. Idempotent."""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+
+from django.db import transaction
+
+from studio.models import Admissibility, ModelEndpoint, ModelPool, Primitive, Role, User
+from studio.services.users import user_create
+
+
+@dataclass(frozen=True)
+class PrimitiveSpec:
+    name: str
+    description: str
+    parameters: dict[str, int]
+    needs_tools: bool = False
+
+
+PRIMITIVES = [
+    PrimitiveSpec("direct", "One call; the response is the answer.", {}),
+    PrimitiveSpec("cot", "Think step by step, then extract the final answer.", {}),
+    PrimitiveSpec("self_consistency", "Sample k chain-of-thought answers and vote.", {"k": 5}),
+    PrimitiveSpec("program", "Write Python; the sandbox runs it; the printed result is the answer.", {}),
+    PrimitiveSpec(
+        "tool_use",
+        "A ReAct loop with a calculator, a Python sandbox and function calls.",
+        {"max_steps": 6},
+        True,
+    ),
+    PrimitiveSpec("verify", "A critic judges a given answer and returns a verdict.", {}),
+    PrimitiveSpec("reflexion", "Generate, run the tests, reflect and retry.", {"max_tries": 3}, True),
+    PrimitiveSpec("long_context", "Chunk the input, map over the chunks, reduce.", {"chunk_tokens": 2000}),
+]
+
+DEMO_POOL = "replay-demo"
+# The models recorded in RouterBench (data/outcomes); served offline by the replay provider.
+DEMO_MODELS = [
+    "gpt-4-1106-preview",
+    "gpt-3.5-turbo-1106",
+    "claude-instant-v1",
+    "claude-v1",
+    "claude-v2",
+    "meta/llama-2-70b-chat",
+    "meta/code-llama-instruct-34b-chat",
+    "mistralai/mixtral-8x7b-chat",
+    "mistralai/mistral-7b-chat",
+    "zero-one-ai/Yi-34B-Chat",
+    "WizardLM/WizardLM-13B-V1.2",
+]
+
+
+@transaction.atomic
+def admin_ensure(*, username: str, password: str | None) -> tuple[User, str | None]:
+    """Return the first admin, creating `username` if there is none.
+
+    The second value is a generated password, set only when one was made up here.
+    """
+    existing = User.objects.filter(role=Role.ADMIN).order_by("id").first()
+    if existing is not None:
+        return existing, None
+    generated = None if password else secrets.token_urlsafe(12)
+    user = user_create(username=username, password=password or generated, role=Role.ADMIN)
+    return user, generated
+
+
+@transaction.atomic
+def primitives_seed() -> list[Primitive]:
+    rows = []
+    for spec in PRIMITIVES:
+        row, _ = Primitive.objects.get_or_create(
+            name=spec.name,
+            defaults={
+                "description": spec.description,
+                "parameters": spec.parameters,
+                "needs_tools": spec.needs_tools,
+            },
+        )
+        rows.append(row)
+    return rows
+
+
+@transaction.atomic
+def demo_pool_seed() -> ModelPool:
+    """The demo pool: replay endpoints for the recorded models, each admissible with `direct`."""
+    primitives = {row.name: row for row in primitives_seed()}
+    pool, _ = ModelPool.objects.get_or_create(
+        name=DEMO_POOL,
+        defaults={"description": "Real recorded model outcomes, replayed offline (replay/<model>)."},
+    )
+    for name in DEMO_MODELS:
+        endpoint, _ = ModelEndpoint.objects.get_or_create(
+            pool=pool, name=name, defaults={"model": f"replay/{name}"}
+        )
+        Admissibility.objects.get_or_create(endpoint=endpoint, primitive=primitives["direct"])
+    return pool

@@ -1,0 +1,172 @@
+"""Settings shared by every environment. Values that vary are read in `env.py`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import dj_database_url
+
+from studio.settings.env import (
+    BASE_DIR,
+    env_bool,
+    env_int,
+    env_list,
+    env_str,
+    redis_settings,
+)
+
+DEBUG = env_bool("DEBUG", False)
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"])
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "whitenoise.runserver_nostatic",
+    "django.contrib.staticfiles",
+    "channels",
+    "ninja",
+    "studio",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "studio.urls"
+ASGI_APPLICATION = "studio.asgi.application"
+WSGI_APPLICATION = "studio.wsgi.application"
+AUTH_USER_MODEL = "studio.User"
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ]
+        },
+    }
+]
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "/static/"
+STATIC_ROOT: Path | None = BASE_DIR / "staticfiles"
+FRONTEND_DIST = BASE_DIR / "frontend" / "dist"
+STATICFILES_DIRS = [FRONTEND_DIST] if FRONTEND_DIST.is_dir() else []
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+}
+
+# Bodies bigger than this are refused with 413 before any view reads them.
+DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("ORCHESTRA_MAX_BODY_BYTES", 2 * 1024 * 1024)
+
+
+def database_settings(url: str | None) -> dict[str, Any]:
+    if url is None:
+        # No database configured yet (e.g. `manage.py up` before it starts one);
+        # any query fails with Django's "DATABASES is improperly configured".
+        return {"default": {"ENGINE": "django.db.backends.dummy"}}
+    pool = env_bool("DATABASE_POOL", False)
+    config: dict[str, Any] = dict(
+        dj_database_url.parse(url, conn_max_age=0 if pool else 60, conn_health_checks=not pool)
+    )
+    if pool:
+        config.setdefault("OPTIONS", {})["pool"] = True
+    return {"default": config}
+
+
+DATABASE_URL = env_str("DATABASE_URL")
+REDIS_URL = env_str("REDIS_URL")
+DATABASES = database_settings(DATABASE_URL)
+
+# Filled in from REDIS_URL by `apply_redis` below.
+CELERY_BROKER_URL = ""
+CELERY_RESULT_BACKEND = ""
+CHANNEL_LAYERS: dict[str, Any] = {}
+CACHES: dict[str, Any] = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+
+
+def apply_redis(namespace: dict[str, Any], url: str | None) -> None:
+    """Point Celery, Channels and the cache at REDIS_URL (in the given settings module)."""
+    if url is not None:
+        namespace.update(redis_settings(url))
+
+
+apply_redis(globals(), REDIS_URL)
+
+CELERY_TASK_SERIALIZER = "json"
+CELERY_RESULT_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_TASK_DEFAULT_QUEUE = "workers"
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_RESULT_EXPIRES = 3600
+CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 600)
+CELERY_TASK_SOFT_TIME_LIMIT = env_int("CELERY_TASK_SOFT_TIME_LIMIT", 540)
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+
+# Provider API keys are encrypted at rest with these Fernet keys (comma-separated;
+# the first encrypts, all decrypt, so keys can be rotated).
+FIELD_ENCRYPTION_KEYS = env_list("FIELD_ENCRYPTION_KEY", [])
+
+ORCHESTRA = {
+    # Task text longer than this is refused with 422.
+    "MAX_TASK_CHARS": env_int("ORCHESTRA_MAX_TASK_CHARS", 100_000),
+}
+
+NINJA_PAGINATION_PER_PAGE = 50
+NINJA_PAGINATION_MAX_LIMIT = 200
+
+LOGIN_URL = "/admin/login/"
+SESSION_COOKIE_HTTPONLY = True
+SESSION_COOKIE_SAMESITE = "Lax"
+CSRF_COOKIE_SAMESITE = "Lax"
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "filters": {"skip_health_probe": {"()": "studio.logfilters.SkipHealthProbe"}},
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["skip_health_probe"]}
+    },
+    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+    "loggers": {
+        # Django's own default handlers would print every record a second time.
+        "django": {"handlers": ["console"], "level": "INFO", "propagate": False},
+        "pgserver": {"level": "WARNING"},
+        # litellm logs request details, keys included, at DEBUG.
+        "LiteLLM": {"level": "WARNING"},
+        "httpx": {"level": "WARNING"},
+    },
+}

@@ -1,0 +1,109 @@
+"""The one place where settings read the environment."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+from django.core.exceptions import ImproperlyConfigured
+
+BASE_DIR = Path(__file__).resolve().parent.parent.parent
+DATA_DIR = Path(os.environ.get("ORCHESTRA_DATA_DIR", BASE_DIR / ".data")).resolve()
+
+# Written by `manage.py up` while it runs the embedded services, so that other
+# `manage.py` commands on the same machine reach them without any setup.
+SERVICES_FILE = DATA_DIR / "services.env"
+
+TRUE_WORDS = {"1", "true", "yes", "on"}
+FALSE_WORDS = {"0", "false", "no", "off", ""}
+
+
+def env_str(name: str, default: str | None = None) -> str | None:
+    value = os.environ.get(name)
+    return value if value not in (None, "") else default
+
+
+def env_required(name: str, hint: str) -> str:
+    value = env_str(name)
+    if value is None:
+        raise ImproperlyConfigured(f"The environment variable {name} is not set. {hint}")
+    return value
+
+
+def env_bool(name: str, default: bool) -> bool:
+    raw = os.environ.get(name)
+    if raw is None:
+        return default
+    word = raw.strip().lower()
+    if word in TRUE_WORDS:
+        return True
+    if word in FALSE_WORDS:
+        return False
+    raise ImproperlyConfigured(f"{name}={raw!r} is not a boolean; use true or false.")
+
+
+def env_int(name: str, default: int) -> int:
+    raw = env_str(name)
+    if raw is None:
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name}={raw!r} is not an integer.") from None
+
+
+def env_list(name: str, default: list[str]) -> list[str]:
+    raw = env_str(name)
+    if raw is None:
+        return default
+    return [part.strip() for part in raw.split(",") if part.strip()]
+
+
+def read_services_file() -> dict[str, str]:
+    """DATABASE_URL and REDIS_URL of the embedded services, if `up` is running them."""
+    if not SERVICES_FILE.exists():
+        return {}
+    pairs = {}
+    for line in SERVICES_FILE.read_text().splitlines():
+        key, sep, value = line.partition("=")
+        if sep and key.strip():
+            pairs[key.strip()] = value.strip()
+    return pairs
+
+
+def redis_settings(redis_url: str) -> dict[str, Any]:
+    """Derive the Celery, channel-layer and cache settings from one REDIS_URL.
+
+    `redis://host:port/db` and `unix:///path/to/redis.sock?db=N` are both accepted;
+    Celery spells a unix socket `redis+socket://`.
+    """
+    parts = urlsplit(redis_url)
+    if parts.scheme in {"redis", "rediss"}:
+        celery_url = redis_url
+    elif parts.scheme == "unix":
+        db = parse_qs(parts.query).get("db", ["0"])[0]
+        celery_url = f"redis+socket://{parts.path}?virtual_host={db}"
+    else:
+        raise ImproperlyConfigured(
+            f"REDIS_URL must start with redis://, rediss:// or unix://, not {parts.scheme}://."
+        )
+    return {
+        "REDIS_URL": redis_url,
+        "CELERY_BROKER_URL": celery_url,
+        "CELERY_RESULT_BACKEND": celery_url,
+        "CHANNEL_LAYERS": {
+            "default": {
+                "BACKEND": "channels_redis.core.RedisChannelLayer",
+                "CONFIG": {"hosts": [{"address": redis_url}], "prefix": "orchestra"},
+            }
+        },
+        "CACHES": {
+            "default": {
+                "BACKEND": "django.core.cache.backends.redis.RedisCache",
+                "LOCATION": redis_url,
+                "KEY_PREFIX": "orchestra",
+            }
+        },
+    }

@@ -1,0 +1,31 @@
+"""The test suite: always on real PostgreSQL and Redis.
+
+`make test` starts embedded ones when DATABASE_URL / REDIS_URL are unset.
+"""
+
+from cryptography.fernet import Fernet
+
+from studio.settings.base import *  # noqa: F403
+from studio.settings.base import DATABASE_URL, REDIS_URL
+from studio.settings.env import env_required
+
+_HINT = "Run the tests with `make test`, which starts embedded services when it is unset."
+env_required("DATABASE_URL", _HINT)
+env_required("REDIS_URL", _HINT)
+assert DATABASE_URL is not None and REDIS_URL is not None
+
+# Close connections after each use, so threads (asgiref, Celery's test worker) never
+# hold one open when pytest-django drops the test database.
+DATABASES["default"]["CONN_MAX_AGE"] = 0  # noqa: F405
+
+DEBUG = False
+SECRET_KEY = "test-only-not-a-secret"  # noqa: S105 - test settings, never deployed
+FIELD_ENCRYPTION_KEYS = [Fernet.generate_key().decode()]
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+ALLOWED_HOSTS = ["testserver", "localhost", "127.0.0.1"]
+CELERY_TASK_TIME_LIMIT = 60
+CELERY_TASK_SOFT_TIME_LIMIT = 50
+
+# Serve static files straight from the apps, without collectstatic.
+WHITENOISE_USE_FINDERS = True
+STATIC_ROOT = None

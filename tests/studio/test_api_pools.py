@@ -1,0 +1,167 @@
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from studio.crypto import decrypt_secret
+from studio.models import ModelEndpoint, Role
+from tests.conftest import Api
+from tests.factories import EndpointFactory, PoolFactory, PrimitiveFactory, RunFactory
+
+pytestmark = pytest.mark.django_db
+
+PLANTED_KEY = "sk-planted-0123456789abcdefSECRET"
+
+
+def test_pool_crud(admin_api: Api) -> None:
+    created = admin_api.post("/pools", {"name": "prod", "description": "paid APIs"})
+    assert created.status_code == 201
+    pool_id = created.json_body["id"]
+
+    assert admin_api.get(f"/pools/{pool_id}").json_body["name"] == "prod"
+    patched = admin_api.patch(f"/pools/{pool_id}", {"description": "changed"})
+    assert patched.json_body == {**patched.json_body, "name": "prod", "description": "changed"}
+
+    listed = admin_api.get("/pools", search="pro")
+    assert listed.json_body["count"] == 1
+
+    assert admin_api.delete(f"/pools/{pool_id}").status_code == 204
+    assert admin_api.get(f"/pools/{pool_id}").status_code == 404
+
+
+def test_duplicate_pool_name_is_409(admin_api: Api) -> None:
+    admin_api.post("/pools", {"name": "dup"})
+    response = admin_api.post("/pools", {"name": "dup"})
+    assert response.status_code == 409
+    assert "already exists" in response.json_body["detail"]
+
+
+def test_unknown_ids_are_404(admin_api: Api) -> None:
+    for path in ["/pools/999999", "/endpoints/999999", "/primitives/999999", "/admissibility/999999"]:
+        response = admin_api.get(path)
+        assert response.status_code == 404, path
+        assert "does not exist" in response.json_body["detail"]
+
+
+def test_invalid_payload_is_422_naming_the_field(admin_api: Api) -> None:
+    pool = PoolFactory()
+    response = admin_api.post(
+        f"/pools/{pool.pk}/endpoints", {"name": "m", "model": "x", "input_cost_per_mtok": -1}
+    )
+    assert response.status_code == 422
+    assert response.json_body["errors"][0]["field"] == "input_cost_per_mtok"
+    assert "input_cost_per_mtok" in response.json_body["detail"]
+
+
+def test_null_for_a_required_field_is_422(admin_api: Api) -> None:
+    endpoint = EndpointFactory()
+    response = admin_api.patch(f"/endpoints/{endpoint.pk}", {"name": None})
+    assert response.status_code == 422
+    assert response.json_body["field"] == "name"
+
+
+def test_bad_api_base_is_422(admin_api: Api) -> None:
+    pool = PoolFactory()
+    response = admin_api.post(
+        f"/pools/{pool.pk}/endpoints", {"name": "m", "model": "x", "api_base": "ftp://x"}
+    )
+    assert response.status_code == 422
+    assert response.json_body["field"] == "api_base"
+
+
+def test_malformed_json_is_4xx(admin_api: Api) -> None:
+    response = admin_api.client.post("/api/pools", "{not json", content_type="application/json")
+    assert 400 <= response.status_code < 500
+    assert "detail" in response.json()
+
+
+def test_endpoint_key_is_encrypted_and_never_returned(admin_api: Api) -> None:
+    pool = PoolFactory()
+    bodies = []
+    created = admin_api.post(
+        f"/pools/{pool.pk}/endpoints",
+        {"name": "gpt", "model": "openai/gpt-4o-mini", "api_key": PLANTED_KEY, "input_cost_per_mtok": "0.15"},
+    )
+    assert created.status_code == 201
+    assert created.json_body["has_api_key"] is True
+    assert created.json_body["input_cost_per_mtok"] == 0.15
+    endpoint_id = created.json_body["id"]
+
+    stored = ModelEndpoint.objects.get(pk=endpoint_id).api_key_encrypted
+    assert stored and stored != PLANTED_KEY and PLANTED_KEY not in stored
+    assert decrypt_secret(stored) == PLANTED_KEY
+
+    bodies.append(created.content)
+    bodies.append(admin_api.get(f"/endpoints/{endpoint_id}").content)
+    bodies.append(admin_api.get(f"/pools/{pool.pk}/endpoints").content)
+    bodies.append(admin_api.patch(f"/endpoints/{endpoint_id}", {"enabled": False}).content)
+    bodies.append(admin_api.get("/openapi.json").content)
+    # A validation error must not echo the key back either.
+    bodies.append(
+        admin_api.post(f"/pools/{pool.pk}/endpoints", {"model": "m", "api_key": PLANTED_KEY}).content
+    )
+    for body in bodies:
+        assert PLANTED_KEY.encode() not in body
+
+    cleared = admin_api.patch(f"/endpoints/{endpoint_id}", {"clear_api_key": True})
+    assert cleared.json_body["has_api_key"] is False
+    assert ModelEndpoint.objects.get(pk=endpoint_id).api_key_encrypted == ""
+
+
+def test_viewer_reads_pools_but_cannot_write(api_as) -> None:
+    endpoint = EndpointFactory()
+    viewer = api_as(Role.VIEWER)
+    assert viewer.get(f"/pools/{endpoint.pool_id}/endpoints").json_body["count"] == 1
+    assert viewer.patch(f"/endpoints/{endpoint.pk}", {"enabled": False}).status_code == 403
+    assert viewer.delete(f"/pools/{endpoint.pool_id}").status_code == 403
+    assert viewer.post("/primitives", {"name": "cot"}).status_code == 403
+
+
+def test_primitive_crud(admin_api: Api) -> None:
+    created = admin_api.post("/primitives", {"name": "self_consistency", "parameters": {"k": 5}})
+    assert created.status_code == 201
+    primitive_id = created.json_body["id"]
+    patched = admin_api.patch(f"/primitives/{primitive_id}", {"parameters": {"k": 7}})
+    assert patched.json_body["parameters"] == {"k": 7}
+    assert admin_api.post("/primitives", {"name": "Bad Name"}).status_code == 422
+    assert admin_api.delete(f"/primitives/{primitive_id}").status_code == 204
+
+
+def test_admissibility_crud_and_uniqueness(admin_api: Api) -> None:
+    endpoint = EndpointFactory()
+    primitive = PrimitiveFactory(name="cot")
+    body = {"endpoint_id": endpoint.pk, "primitive_id": primitive.pk, "limits": {"max_tokens": 512}}
+    created = admin_api.post("/admissibility", body)
+    assert created.status_code == 201
+    assert created.json_body["primitive_name"] == "cot"
+    assert admin_api.post("/admissibility", body).status_code == 409
+
+    row_id = created.json_body["id"]
+    assert admin_api.patch(f"/admissibility/{row_id}", {"allowed": False}).json_body["allowed"] is False
+    listed = admin_api.get("/admissibility", pool_id=endpoint.pool_id)
+    assert [row["id"] for row in listed.json_body["items"]] == [row_id]
+    assert admin_api.delete(f"/admissibility/{row_id}").status_code == 204
+
+
+def test_admissibility_for_unknown_endpoint_is_404(admin_api: Api) -> None:
+    primitive = PrimitiveFactory()
+    response = admin_api.post("/admissibility", {"endpoint_id": 987654, "primitive_id": primitive.pk})
+    assert response.status_code == 404
+
+
+def test_pool_used_by_a_run_cannot_be_deleted(admin_api: Api) -> None:
+    pool = PoolFactory()
+    RunFactory(pool=pool)
+    response = admin_api.delete(f"/pools/{pool.pk}")
+    assert response.status_code == 409
+    assert admin_api.get(f"/pools/{pool.pk}").status_code == 200
+
+
+def test_lists_paginate(admin_api: Api) -> None:
+    for n in range(7):
+        PoolFactory(name=f"p{n}")
+    page = admin_api.get("/pools", limit=3, offset=3)
+    assert page.json_body["count"] == 7
+    assert [p["name"] for p in page.json_body["items"]] == ["p3", "p4", "p5"]
+    assert json.dumps(page.json_body)

@@ -1,0 +1,67 @@
+from __future__ import annotations
+
+import pytest
+from django.test import override_settings
+
+from studio.models import Role, Task
+from tests.factories import TaskFactory
+
+pytestmark = pytest.mark.django_db
+
+
+def test_create_and_read_a_task(api_as) -> None:
+    api = api_as(Role.VIEWER)
+    created = api.post(
+        "/tasks", {"text": "What is 12*7?", "gold_answer": "84", "domain": "math", "benchmark": "gsm8k"}
+    )
+    assert created.status_code == 201
+    task_id = created.json_body["id"]
+    detail = api.get(f"/tasks/{task_id}").json_body
+    assert detail["text"] == "What is 12*7?"
+    assert detail["gold_answer"] == "84"
+    assert detail["domain"] == "math"
+
+
+@override_settings(ORCHESTRA={"MAX_TASK_CHARS": 20})
+def test_task_text_over_the_limit_is_422(api_as) -> None:
+    response = api_as().post("/tasks", {"text": "x" * 21})
+    assert response.status_code == 422
+    assert response.json_body["field"] == "text"
+    assert "limit is 20" in response.json_body["detail"]
+    assert Task.objects.count() == 0
+
+
+def test_empty_text_and_unknown_domain_are_422(api_as) -> None:
+    api = api_as()
+    assert api.post("/tasks", {"text": "   "}).status_code == 422
+    response = api.post("/tasks", {"text": "ok", "domain": "astrology"})
+    assert response.status_code == 422
+    assert response.json_body["errors"][0]["field"] == "domain"
+    response = api.post("/tasks", {})
+    assert response.json_body["errors"][0]["field"] == "text"
+
+
+def test_viewers_see_only_their_tasks(api_as, make_user) -> None:
+    me = make_user(Role.VIEWER)
+    mine = TaskFactory(owner=me)
+    theirs = TaskFactory()
+    api = api_as(user=me)
+    assert [t["id"] for t in api.get("/tasks").json_body["items"]] == [mine.pk]
+    assert api.get(f"/tasks/{theirs.pk}").status_code == 404
+
+    researcher = api_as(Role.RESEARCHER)
+    assert researcher.get("/tasks").json_body["count"] == 2
+    assert researcher.get(f"/tasks/{theirs.pk}").status_code == 200
+
+
+def test_task_list_filters_and_pages(api_as, make_user) -> None:
+    me = make_user(Role.VIEWER)
+    for n in range(5):
+        TaskFactory(owner=me, text=f"apples {n}", benchmark="gsm8k")
+    TaskFactory(owner=me, text="pears", benchmark="mbpp")
+    api = api_as(user=me)
+    assert api.get("/tasks", search="apple").json_body["count"] == 5
+    assert api.get("/tasks", benchmark="mbpp").json_body["count"] == 1
+    page = api.get("/tasks", limit=2, offset=0).json_body
+    assert page["count"] == 6 and len(page["items"]) == 2
+    assert api.get("/tasks", limit=0).status_code == 422

@@ -1,0 +1,105 @@
+"""The run WebSocket, through the real ASGI stack (origin check, sessions) and channels-redis."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from channels.db import database_sync_to_async
+from channels.testing import WebsocketCommunicator
+from django.test import Client
+
+from studio.asgi import application
+from studio.models import Role, Run, User
+from studio.services.events import run_event_append
+from studio.services.tokens import token_create
+from tests.factories import RunFactory, TaskFactory, UserFactory
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
+
+ORIGIN = (b"origin", b"http://testserver")
+
+
+def session_cookie(user: User) -> tuple[bytes, bytes]:
+    client = Client()
+    client.force_login(user)
+    return (b"cookie", f"sessionid={client.cookies['sessionid'].value}".encode())
+
+
+def communicator(run: Run, headers: list[tuple[bytes, bytes]], query: str = "") -> WebsocketCommunicator:
+    return WebsocketCommunicator(application, f"/ws/runs/{run.pk}/{query}", headers=[ORIGIN, *headers])
+
+
+@pytest.fixture
+def owned_run() -> tuple[User, Run]:
+    owner = UserFactory(role=Role.VIEWER)
+    return owner, RunFactory(task=TaskFactory(owner=owner))
+
+
+async def append(run: Run, n: int) -> None:
+    for i in range(n):
+        await database_sync_to_async(run_event_append)(run_id=run.pk, type="node.created", payload={"i": i})
+
+
+async def receive_seqs(ws: WebsocketCommunicator, n: int) -> list[int]:
+    messages: list[dict[str, Any]] = [await ws.receive_json_from(timeout=5) for _ in range(n)]
+    return [m["seq"] for m in messages]
+
+
+async def test_owner_gets_replay_then_live_events(owned_run) -> None:
+    owner, run = owned_run
+    await append(run, 3)
+    ws = communicator(run, [await database_sync_to_async(session_cookie)(owner)], "?after=1")
+    connected, _ = await ws.connect()
+    assert connected
+    assert await receive_seqs(ws, 2) == [2, 3]
+    await append(run, 2)
+    assert await receive_seqs(ws, 2) == [4, 5]
+    assert await ws.receive_nothing(timeout=0.3)
+    await ws.disconnect()
+
+
+async def test_another_viewer_is_refused(owned_run) -> None:
+    _, run = owned_run
+    stranger = await database_sync_to_async(UserFactory)(role=Role.LABELER)
+    ws = communicator(run, [await database_sync_to_async(session_cookie)(stranger)])
+    connected, code = await ws.connect()
+    assert not connected
+    assert code == 4403
+
+
+async def test_anonymous_is_refused(owned_run) -> None:
+    _, run = owned_run
+    connected, code = await communicator(run, []).connect()
+    assert not connected
+    assert code == 4401
+
+
+async def test_a_researcher_may_watch_any_run(owned_run) -> None:
+    _, run = owned_run
+    researcher = await database_sync_to_async(UserFactory)(role=Role.RESEARCHER)
+    ws = communicator(run, [await database_sync_to_async(session_cookie)(researcher)])
+    connected, _ = await ws.connect()
+    assert connected
+    await ws.disconnect()
+
+
+async def test_bearer_token_authenticates(owned_run) -> None:
+    owner, run = owned_run
+    _, raw = await database_sync_to_async(token_create)(user=owner, name="ws")
+    await append(run, 1)
+    ws = communicator(run, [(b"authorization", f"Bearer {raw}".encode())])
+    connected, _ = await ws.connect()
+    assert connected
+    assert await receive_seqs(ws, 1) == [1]
+    await ws.disconnect()
+
+
+async def test_foreign_origin_is_refused(owned_run) -> None:
+    owner, run = owned_run
+    cookie = await database_sync_to_async(session_cookie)(owner)
+    ws = WebsocketCommunicator(
+        application, f"/ws/runs/{run.pk}/", headers=[(b"origin", b"http://evil.example"), cookie]
+    )
+    connected, _ = await ws.connect()
+    assert not connected

@@ -1,0 +1,114 @@
+"""`manage.py up` end to end: embedded services, health, Ctrl-C, and data kept on restart."""
+
+from __future__ import annotations
+
+import http.cookiejar
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+class Up:
+    def __init__(self, data_dir: Path, port: int) -> None:
+        env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL"}}
+        env.update(ORCHESTRA_DATA_DIR=str(data_dir), DJANGO_SETTINGS_MODULE="studio.settings.dev")
+        env.pop("ORCHESTRA_ADMIN_PASSWORD", None)
+        self.process = subprocess.Popen(
+            [sys.executable, "manage.py", "up", "--port", str(port), "--concurrency", "1"],
+            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        )  # fmt: skip
+        self.lines: list[str] = []
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.lines.append(line)
+
+    def wait_for(self, pattern: str, timeout: float = 90) -> re.Match[str]:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for line in self.lines:
+                if match := re.search(pattern, line):
+                    return match
+            if self.process.poll() is not None:
+                break
+            time.sleep(0.1)
+        raise AssertionError(f"no {pattern!r} in output:\n{''.join(self.lines)}")
+
+    def stop(self) -> int:
+        self.process.send_signal(signal.SIGINT)
+        return self.process.wait(timeout=60)
+
+
+def client(base: str, username: str, password: str) -> urllib.request.OpenerDirector:
+    jar = http.cookiejar.CookieJar()
+    opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
+    token = json.loads(opener.open(f"{base}/api/auth/csrf").read())["csrf_token"]
+    opener.addheaders = [("X-CSRFToken", token), ("Content-Type", "application/json")]
+    body = json.dumps({"username": username, "password": password}).encode()
+    opener.open(urllib.request.Request(f"{base}/api/auth/login", body, method="POST"))
+    # Logging in rotates the CSRF token, as it should.
+    rotated = next(cookie.value for cookie in jar if cookie.name == "csrftoken")
+    opener.addheaders = [("X-CSRFToken", rotated or ""), ("Content-Type", "application/json")]
+    return opener
+
+
+def test_up_serves_stops_and_keeps_data(tmp_path: Path) -> None:
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+
+    first = Up(tmp_path, port)
+    try:
+        password = first.wait_for(r"with password '([^']+)'").group(1)
+        first.wait_for(r"Orchestra Studio is up at")
+        health = json.loads(urllib.request.urlopen(f"{base}/api/health").read())
+        assert health["status"] == "ok"
+        assert health["db"]["ok"] and health["redis"]["ok"] and health["worker"]["ok"]
+        api = client(base, "admin", password)
+        body = json.dumps({"text": "kept across restarts"}).encode()
+        created = json.loads(
+            api.open(urllib.request.Request(f"{base}/api/tasks", body, method="POST")).read()
+        )
+    finally:
+        assert first.stop() == 0
+    assert "Stopped." in "".join(first.lines)
+
+    second = Up(tmp_path, port)
+    try:
+        second.wait_for(r"Orchestra Studio is up at")
+        assert not any("Created admin user" in line for line in second.lines)
+        api = client(base, "admin", password)
+        task = json.loads(api.open(f"{base}/api/tasks/{created['id']}").read())
+        assert task["text"] == "kept across restarts"
+    finally:
+        assert second.stop() == 0
+
+
+def test_a_port_in_use_is_a_clear_error(tmp_path: Path) -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        up = Up(tmp_path, busy.getsockname()[1])
+        assert up.process.wait(timeout=60) != 0
+    assert "already in use" in "".join(up.lines)

@@ -1,0 +1,23 @@
+"""The Celery app. Queues: `orchestrator` (run steps), `workers` (model calls), `training`.
+
+Start a worker with: celery -A workers worker -Q orchestrator,workers,training
+"""
+
+import os
+
+from celery import Celery
+from kombu import Exchange, Queue
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "studio.settings.dev")
+
+QUEUES = ("orchestrator", "workers", "training")
+
+app = Celery("orchestra")
+# Broker, serializers and time limits: the CELERY_* Django settings.
+app.config_from_object("django.conf:settings", namespace="CELERY")
+app.conf.task_queues = [Queue(name, Exchange(name, type="direct"), routing_key=name) for name in QUEUES]
+# Which queue each task goes to; tasks not listed go to `workers` (CELERY_TASK_DEFAULT_QUEUE).
+app.conf.task_routes = {
+    "workers.ping": {"queue": "workers"},
+}
+app.autodiscover_tasks(["workers"])
