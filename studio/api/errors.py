@@ -48,7 +48,11 @@ def install(api: NinjaAPI) -> None:
 
     @api.exception_handler(HttpError)
     def http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
-        return api.create_response(request, {"detail": exc.message}, status=exc.status_code)
+        detail = exc.message
+        if detail.startswith("Cannot parse request body"):
+            # ninja's words for a body that is not JSON or not UTF-8.
+            detail = "The request body is not valid JSON" + detail.removeprefix("Cannot parse request body")
+        return api.create_response(request, {"detail": detail}, status=exc.status_code)
 
     @api.exception_handler(Http404)
     def not_found(request: HttpRequest, exc: Http404) -> HttpResponse:

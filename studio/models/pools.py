@@ -23,14 +23,26 @@ class ModelEndpoint(models.Model):
     pool = models.ForeignKey(ModelPool, on_delete=models.CASCADE, related_name="endpoints")
     name = models.CharField(max_length=100)
     model = models.CharField(max_length=200, help_text="litellm model string, e.g. openai/gpt-4o-mini")
-    api_base = models.CharField(max_length=500, blank=True)
+    api_base = models.CharField(
+        "API base", max_length=500, blank=True, help_text="e.g. http://127.0.0.1:8001/v1"
+    )
     # Fernet token; see studio.crypto. Never serialized, never displayed.
     api_key_encrypted = models.TextField(blank=True, editable=False)
     input_cost_per_mtok = models.DecimalField(
-        max_digits=12, decimal_places=6, null=True, blank=True, help_text="USD per million input tokens"
+        "input $/M tokens",
+        max_digits=12,
+        decimal_places=6,
+        null=True,
+        blank=True,
+        help_text="USD per million input tokens",
     )
     output_cost_per_mtok = models.DecimalField(
-        max_digits=12, decimal_places=6, null=True, blank=True, help_text="USD per million output tokens"
+        "output $/M tokens",
+        max_digits=12,
+        decimal_places=6,
+        null=True,
+        blank=True,
+        help_text="USD per million output tokens",
     )
     context_window = models.PositiveIntegerField(null=True, blank=True)
     descriptors = models.JSONField(default=dict, blank=True, help_text="size, family, tags")

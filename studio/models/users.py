@@ -38,6 +38,7 @@ class ApiToken(models.Model):
     revoked_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
+        verbose_name = "API token"
         indexes = [models.Index(fields=["user", "-created_at"], name="apitoken_user_created")]
 
     def __str__(self) -> str:

@@ -65,3 +65,20 @@ def test_task_list_filters_and_pages(api_as, make_user) -> None:
     page = api.get("/tasks", limit=2, offset=0).json_body
     assert page["count"] == 6 and len(page["items"]) == 2
     assert api.get("/tasks", limit=0).status_code == 422
+
+
+def test_invalid_utf8_is_400(api_as) -> None:
+    api = api_as()
+    response = api.client.post("/api/tasks", b'{"text": "\xff\xfe"}', content_type="application/json")
+    assert response.status_code == 400
+    assert "not valid JSON" in response.json()["detail"]
+    assert Task.objects.count() == 0
+
+
+@override_settings(DATA_UPLOAD_MAX_MEMORY_SIZE=1000)
+def test_an_oversized_body_is_413(api_as) -> None:
+    api = api_as()
+    response = api.post("/tasks", {"text": "x" * 2000})
+    assert response.status_code == 413
+    assert response.json_body["detail"] == "The request body is too large."
+    assert Task.objects.count() == 0
