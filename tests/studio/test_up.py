@@ -92,7 +92,7 @@ def test_up_serves_stops_and_keeps_data(tmp_path: Path) -> None:
         )
     finally:
         assert first.stop() == 0
-    assert "Stopped." in "".join(first.lines)
+    assert "Stopped; the embedded services' data is kept in" in "".join(first.lines)
 
     second = Up(tmp_path, port)
     try:

@@ -118,7 +118,12 @@ class Command(BaseCommand):
             SERVICES_FILE.unlink(missing_ok=True)
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
-        self.stdout.write("Stopped. Data is kept in " + str(data_dir))
+        where = (
+            f"the embedded services' data is kept in {data_dir}"
+            if services.env
+            else "data stays in your servers"
+        )
+        self.stdout.write(f"Stopped; {where}.")
 
     def _refuse_second_up(self) -> None:
         if not SERVICES_FILE.exists():

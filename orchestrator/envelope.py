@@ -1,0 +1,39 @@
+"""The result envelope: what every primitive returns, and what the orchestrator observes."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+Status = Literal["ok", "error", "timeout"]
+
+# Error kinds. Transient ones may be retried; the rest are permanent.
+TRANSIENT_ERRORS = frozenset({"rate_limit", "server_error", "timeout", "connection"})
+PERMANENT_ERRORS = frozenset(
+    {"auth", "bad_request", "context_length", "not_found", "no_recording", "sandbox", "parse", "unknown"}
+)
+
+
+@dataclass
+class Envelope:
+    status: Status
+    output: str = ""
+    answer: str | None = None
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost_usd: float = 0.0
+    latency_s: float = 0.0
+    error_kind: str | None = None
+    error_message: str | None = None
+    artifacts: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def failure(cls, kind: str, message: str, *, status: Status = "error") -> Envelope:
+        return cls(status=status, error_kind=kind, error_message=message)

@@ -1,0 +1,143 @@
+"""The canonical format for recorded outcomes: one record per (item, model, primitive).
+
+Every source (RouterBench, LLMRouter, RouteLLM, RouterArena, BBH, Reflexion,
+Program-of-Thoughts) is converted into JSON Lines, gzip-compressed, with these fields
+(DESIGN.md, "Recorded outcomes"). The evaluation reads these files directly; the
+studio loads them into Postgres with `manage.py import_outcomes`.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Any, Literal
+
+DOMAINS = ("math", "code", "knowledge", "reasoning", "multi_hop", "long_context", "tool_use", "chat")
+CHARS_PER_TOKEN = 4
+
+Split = Literal["train", "test"]
+
+
+class OutcomeFormatError(ValueError):
+    """A line that is not a valid canonical record; the message names the line."""
+
+
+@dataclass(frozen=True)
+class OutcomeRecord:
+    source: str
+    item_id: str
+    split: Split | None
+    benchmark: str
+    domain: str
+    prompt: str
+    gold: str | None
+    model: str
+    primitive: str
+    response: str | None
+    score: float
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    cost_usd: float | None
+    latency_s: float | None
+
+    def check(self) -> None:
+        """Raise ValueError naming the first field that breaks the format."""
+        for name in ("source", "item_id", "benchmark", "model", "primitive"):
+            if not isinstance(getattr(self, name), str) or not getattr(self, name):
+                raise ValueError(f"{name} must be a non-empty string")
+        if not isinstance(self.prompt, str):
+            raise ValueError("prompt must be a string")
+        if self.split not in (None, "train", "test"):
+            raise ValueError(f"split must be train, test or null, not {self.split!r}")
+        if self.domain not in DOMAINS:
+            raise ValueError(f"domain must be one of {', '.join(DOMAINS)}, not {self.domain!r}")
+        if (
+            isinstance(self.score, bool)
+            or not isinstance(self.score, int | float)
+            or not 0 <= self.score <= 1
+        ):
+            raise ValueError(f"score must be a number in [0, 1], not {self.score!r}")
+        for name in ("prompt_tokens", "completion_tokens"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+                raise ValueError(f"{name} must be a non-negative integer or null")
+        for name in ("cost_usd", "latency_s"):
+            value = getattr(self, name)
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, int | float) or value < 0
+            ):
+                raise ValueError(f"{name} must be a non-negative number or null")
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), ensure_ascii=False, separators=(",", ":"))
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+FIELD_NAMES = tuple(f.name for f in fields(OutcomeRecord))
+
+
+def record_from_dict(data: dict[str, Any]) -> OutcomeRecord:
+    missing = [name for name in FIELD_NAMES if name not in data]
+    if missing:
+        raise ValueError(f"missing field(s): {', '.join(missing)}")
+    record = OutcomeRecord(**{name: data[name] for name in FIELD_NAMES})
+    record.check()
+    return record
+
+
+def _open_text(path: Path, mode: str) -> Any:
+    if path.suffix == ".gz":
+        return gzip.open(path, mode + "t", encoding="utf-8")
+    return path.open(mode, encoding="utf-8")
+
+
+def read_outcomes(path: str | Path) -> Iterator[OutcomeRecord]:
+    """Yield the records of a .jsonl or .jsonl.gz file; a bad line raises OutcomeFormatError."""
+    path = Path(path)
+    with _open_text(path, "r") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                yield record_from_dict(json.loads(line))
+            except (ValueError, TypeError) as exc:
+                raise OutcomeFormatError(f"{path}:{number}: {exc}") from None
+
+
+def write_outcomes(path: str | Path, records: Iterable[OutcomeRecord]) -> int:
+    """Write records (checked) as JSON Lines, gzip-compressed when the name ends in .gz.
+
+    The gzip header carries no name or timestamp, so the same records give the same bytes.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    count = 0
+    with path.open("wb") as raw:
+        binary: Any = (
+            gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) if path.suffix == ".gz" else raw
+        )
+        with io.TextIOWrapper(binary, encoding="utf-8", newline="\n") as text:
+            for record in records:
+                record.check()
+                text.write(record.to_json() + "\n")
+                count += 1
+    return count
+
+
+def estimate_tokens(text: str | None) -> int:
+    """Tokens estimated from length where none were recorded: 4 characters a token."""
+    if not text:
+        return 0
+    return max(1, round(len(text) / CHARS_PER_TOKEN))
+
+
+def cost_from_prices(prompt_tokens: int, completion_tokens: int, prices: dict[str, float]) -> float:
+    """USD from a price entry `{"input_per_mtok": ..., "output_per_mtok": ...}`."""
+    return (prompt_tokens * prices["input_per_mtok"] + completion_tokens * prices["output_per_mtok"]) / 1e6
