@@ -9,6 +9,7 @@ studio loads them into Postgres with `manage.py import_outcomes`.
 from __future__ import annotations
 
 import gzip
+import hashlib
 import io
 import json
 from collections.abc import Iterable, Iterator
@@ -129,6 +130,11 @@ def write_outcomes(path: str | Path, records: Iterable[OutcomeRecord]) -> int:
                 text.write(record.to_json() + "\n")
                 count += 1
     return count
+
+
+def prompt_key(prompt: str) -> str:
+    """The SHA-256 of a prompt: how a recording is found by its exact text."""
+    return hashlib.sha256(prompt.encode("utf-8")).hexdigest()
 
 
 def estimate_tokens(text: str | None) -> int:
