@@ -19,5 +19,6 @@ app.conf.task_queues = [Queue(name, Exchange(name, type="direct"), routing_key=n
 # Which queue each task goes to; tasks not listed go to `workers` (CELERY_TASK_DEFAULT_QUEUE).
 app.conf.task_routes = {
     "workers.ping": {"queue": "workers"},
+    "workers.execute_attempt": {"queue": "workers"},
 }
 app.autodiscover_tasks(["workers"])

@@ -6,11 +6,36 @@ import os
 import socket
 from typing import Any
 
-from celery import Task, shared_task
+from celery import Task
+from django.db import InterfaceError, OperationalError
+
+from workers.celery import app
 
 
-@shared_task(bind=True, name="workers.ping", ignore_result=False, time_limit=10, soft_time_limit=5)
+@app.task(bind=True, name="workers.ping", ignore_result=False, time_limit=10, soft_time_limit=5)
 def ping(self: Task, nonce: str) -> dict[str, Any]:
     """Answer with the nonce, the queue it came through and who answered."""
     queue = (self.request.delivery_info or {}).get("routing_key")
     return {"nonce": nonce, "queue": queue, "host": socket.gethostname(), "pid": os.getpid()}
+
+
+@app.task(
+    name="workers.execute_attempt",
+    acks_late=True,
+    reject_on_worker_lost=True,
+    autoretry_for=(OperationalError, InterfaceError),
+    retry_backoff=True,
+    max_retries=5,
+)
+def execute_attempt(attempt_id: int) -> None:
+    """Run one attempt of a (model, primitive) pair on a node and record its envelope.
+
+    Idempotent, so safe with acks_late: a finished attempt is neither run nor billed again.
+    """
+    from studio.services.attempts import attempt_finish, attempt_start
+    from workers.execution import execute
+
+    work = attempt_start(attempt_id=attempt_id)
+    if work is None:
+        return
+    attempt_finish(attempt_id=attempt_id, envelope=execute(work))

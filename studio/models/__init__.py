@@ -1,6 +1,6 @@
 """The studio's entities (see DESIGN.md, "Core entities")."""
 
-from studio.models.outcomes import RecordedOutcome
+from studio.models.outcomes import OutcomeImport, RecordedOutcome
 from studio.models.pools import Admissibility, ModelEndpoint, ModelPool, Primitive
 from studio.models.preferences import PairSource, PreferenceLabel, PreferencePair, Verdict
 from studio.models.runs import (
@@ -39,6 +39,7 @@ __all__ = [
     "Node",
     "NodeKind",
     "NodeStatus",
+    "OutcomeImport",
     "PairSource",
     "PreferenceLabel",
     "PreferencePair",

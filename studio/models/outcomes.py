@@ -46,3 +46,21 @@ class RecordedOutcome(models.Model):
 
     def __str__(self) -> str:
         return f"{self.source}:{self.item_id} {self.model}/{self.primitive}"
+
+
+class OutcomeImport(models.Model):
+    """One canonical outcomes file loaded by `import_outcomes`; a file is loaded once per content."""
+
+    file_name = models.CharField(max_length=300)
+    sha256 = models.CharField(max_length=64, unique=True)
+    records = models.PositiveIntegerField()
+    pool = models.ForeignKey(
+        "studio.ModelPool", on_delete=models.SET_NULL, null=True, blank=True, related_name="outcome_imports"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.file_name} ({self.records} records)"

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from django.db import transaction
 
-from studio.models import Admissibility, ModelEndpoint, ModelPool, Primitive, Role, User
+from studio.models import Primitive, Role, User
 from studio.services.users import user_create
 
 
@@ -36,20 +36,6 @@ PRIMITIVES = [
 ]
 
 DEMO_POOL = "replay-demo"
-# The models recorded in RouterBench (data/outcomes); served offline by the replay provider.
-DEMO_MODELS = [
-    "gpt-4-1106-preview",
-    "gpt-3.5-turbo-1106",
-    "claude-instant-v1",
-    "claude-v1",
-    "claude-v2",
-    "meta/llama-2-70b-chat",
-    "meta/code-llama-instruct-34b-chat",
-    "mistralai/mixtral-8x7b-chat",
-    "mistralai/mistral-7b-chat",
-    "zero-one-ai/Yi-34B-Chat",
-    "WizardLM/WizardLM-13B-V1.2",
-]
 
 
 @transaction.atomic
@@ -80,19 +66,3 @@ def primitives_seed() -> list[Primitive]:
         )
         rows.append(row)
     return rows
-
-
-@transaction.atomic
-def demo_pool_seed() -> ModelPool:
-    """The demo pool: replay endpoints for the recorded models, each admissible with `direct`."""
-    primitives = {row.name: row for row in primitives_seed()}
-    pool, _ = ModelPool.objects.get_or_create(
-        name=DEMO_POOL,
-        defaults={"description": "Real recorded model outcomes, replayed offline (replay/<model>)."},
-    )
-    for name in DEMO_MODELS:
-        endpoint, _ = ModelEndpoint.objects.get_or_create(
-            pool=pool, name=name, defaults={"model": f"replay/{name}"}
-        )
-        Admissibility.objects.get_or_create(endpoint=endpoint, primitive=primitives["direct"])
-    return pool

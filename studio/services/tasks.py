@@ -10,7 +10,7 @@ from studio.models import Domain, Task, User
 
 
 def check_task_text(text: str) -> None:
-    limit = settings.ORCHESTRA["MAX_TASK_CHARS"]
+    limit = settings.ORCHESTRA_MAX_TASK_CHARS
     if not text.strip():
         raise Invalid("text", "The task text is empty.")
     if len(text) > limit:

@@ -139,10 +139,13 @@ CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 # the first encrypts, all decrypt, so keys can be rotated).
 FIELD_ENCRYPTION_KEYS = env_list("FIELD_ENCRYPTION_KEY", [])
 
-ORCHESTRA = {
-    # Task text longer than this is refused with 422.
-    "MAX_TASK_CHARS": env_int("ORCHESTRA_MAX_TASK_CHARS", 100_000),
-}
+# Task text longer than this is refused with 422.
+ORCHESTRA_MAX_TASK_CHARS = env_int("ORCHESTRA_MAX_TASK_CHARS", 100_000)
+# Provider calls: per-call timeout, and retries of transient errors (429, 5xx, timeouts).
+ORCHESTRA_PROVIDER_TIMEOUT_S = env_int("ORCHESTRA_PROVIDER_TIMEOUT_S", 60)
+ORCHESTRA_PROVIDER_MAX_RETRIES = env_int("ORCHESTRA_PROVIDER_MAX_RETRIES", 3)
+# Simulated latency of replay/ calls: off, recorded, fixed:S, uniform:A,B, or recorded+uniform:A,B.
+ORCHESTRA_REPLAY_LATENCY: str = env_str("ORCHESTRA_REPLAY_LATENCY", "off") or "off"
 
 NINJA_PAGINATION_PER_PAGE = 50
 NINJA_PAGINATION_MAX_LIMIT = 200

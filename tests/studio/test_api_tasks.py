@@ -22,7 +22,7 @@ def test_create_and_read_a_task(api_as) -> None:
     assert detail["domain"] == "math"
 
 
-@override_settings(ORCHESTRA={"MAX_TASK_CHARS": 20})
+@override_settings(ORCHESTRA_MAX_TASK_CHARS=20)
 def test_task_text_over_the_limit_is_422(api_as) -> None:
     response = api_as().post("/tasks", {"text": "x" * 21})
     assert response.status_code == 422

@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any
 
+from django.conf import settings
+from django.core.management import call_command
 from django.core.management.base import BaseCommand
 
-from studio.services.bootstrap import admin_ensure, demo_pool_seed
+from studio.services.bootstrap import DEMO_POOL, admin_ensure, primitives_seed
 
 
 class Command(BaseCommand):
     help = (
         "Create an admin user if none exists (password from ORCHESTRA_ADMIN_PASSWORD, "
-        "else generated and printed once) and seed the demo pool. Safe to run again."
+        "else generated and printed once), the standard primitives, and the demo pool: the "
+        "recorded outcomes shipped in data/outcomes, served as replay/<model>. Safe to run again."
     )
 
     def add_arguments(self, parser: Any) -> None:
@@ -32,5 +36,12 @@ class Command(BaseCommand):
             )
         else:
             self.stdout.write(f"Admin user: {user.username}")
-        pool = demo_pool_seed()
-        self.stdout.write(f"Demo pool: {pool.name} ({pool.endpoints.count()} endpoints)")
+        primitives_seed()
+        outcomes = Path(settings.BASE_DIR) / "data" / "outcomes"
+        files = sorted(outcomes.glob("*.jsonl.gz"))
+        if not files:
+            self.stdout.write(self.style.WARNING(f"No recorded outcomes in {outcomes}; no demo pool."))
+            return
+        prices = outcomes / "prices.json"
+        extra = ["--prices", str(prices)] if prices.exists() else []
+        call_command("import_outcomes", *map(str, files), *extra, "--pool", DEMO_POOL, stdout=self.stdout)

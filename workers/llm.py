@@ -1,0 +1,255 @@
+"""The provider layer: every model call goes through litellm, with retries and cost.
+
+`LLMClient.complete` calls one endpoint (any litellm provider: openai/, anthropic/,
+hosted_vllm/, ollama/, an OpenAI-compatible `api_base`, or replay/), retries transient
+failures (429, 5xx, timeouts, lost connections) with exponential backoff and full
+jitter, and raises `ProviderError` with a typed kind for the rest. It meters tokens,
+cost and time over all the calls one primitive makes.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+import litellm  # noqa: E402
+
+from orchestrator.envelope import TRANSIENT_ERRORS  # noqa: E402
+
+litellm.suppress_debug_info = True
+litellm.drop_params = True  # a provider that lacks a parameter (e.g. n) ignores it
+
+
+@dataclass(frozen=True)
+class EndpointConfig:
+    """What it takes to call one model endpoint; built from a ModelEndpoint row."""
+
+    model: str
+    api_base: str | None = None
+    api_key: str | None = field(default=None, repr=False)
+    input_cost_per_mtok: float | None = None
+    output_cost_per_mtok: float | None = None
+    timeout_s: float = 60.0
+    max_retries: int = 3
+    backoff_base_s: float = 0.5
+    backoff_max_s: float = 20.0
+
+    @property
+    def is_replay(self) -> bool:
+        return self.model.startswith("replay/")
+
+
+class ProviderError(Exception):
+    """A failed call. `kind` is one of the envelope's error kinds."""
+
+    def __init__(self, kind: str, message: str, *, retry_after_s: float | None = None) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+        self.retry_after_s = retry_after_s
+
+    @property
+    def transient(self) -> bool:
+        return self.kind in TRANSIENT_ERRORS
+
+
+@dataclass
+class Completion:
+    text: str
+    tool_calls: list[dict[str, Any]]
+    tokens_in: int
+    tokens_out: int
+    cost_usd: float
+    latency_s: float
+    finish_reason: str | None
+    recording: dict[str, Any] | None = None  # replay only: the recorded outcome's metadata
+
+
+@dataclass
+class Meter:
+    """Totals over every call a primitive makes, failed attempts included."""
+
+    calls: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost_usd: float = 0.0
+    latency_s: float = 0.0
+    retries: int = 0
+
+    def add(self, completion: Completion) -> None:
+        self.calls += 1
+        self.tokens_in += completion.tokens_in
+        self.tokens_out += completion.tokens_out
+        self.cost_usd += completion.cost_usd
+
+
+def _retry_after(exc: Exception) -> float | None:
+    response = getattr(exc, "response", None)
+    headers = getattr(response, "headers", None) or getattr(exc, "headers", None) or {}
+    value = headers.get("retry-after") if hasattr(headers, "get") else None
+    try:
+        return max(0.0, float(value)) if value is not None else None
+    except ValueError:
+        return None
+
+
+# litellm prefixes messages with class names: "litellm.RateLimitError: RateLimitError: OpenAIException - ".
+_NOISE = re.compile(r"^(?:litellm\.\w+:\s*|\w+(?:Error|Exception)\s*[:-]\s*|error\s*-\s*)")
+
+
+def plain_message(exc: Exception) -> str:
+    text = str(getattr(exc, "message", None) or exc).strip()
+    line = text.splitlines()[0] if text else ""
+    while (shorter := _NOISE.sub("", line, count=1)) != line:
+        line = shorter
+    return line[:500] or type(exc).__name__
+
+
+def classify(exc: Exception) -> ProviderError:
+    """Map a litellm/openai exception to a ProviderError with a kind and a plain message."""
+    if isinstance(exc, ProviderError):
+        return exc
+    message = plain_message(exc)
+    if "No recording for replay/" in message:
+        return ProviderError("no_recording", message)
+    kinds: list[tuple[type[BaseException], str]] = [
+        (litellm.ContextWindowExceededError, "context_length"),
+        (litellm.AuthenticationError, "auth"),
+        (litellm.PermissionDeniedError, "auth"),
+        (litellm.NotFoundError, "not_found"),
+        (litellm.RateLimitError, "rate_limit"),
+        (litellm.Timeout, "timeout"),
+        (litellm.APIConnectionError, "connection"),
+        (litellm.BadRequestError, "bad_request"),
+        (litellm.UnprocessableEntityError, "bad_request"),
+        (litellm.InternalServerError, "server_error"),
+        (litellm.ServiceUnavailableError, "server_error"),
+        (litellm.BadGatewayError, "server_error"),
+        (litellm.APIResponseValidationError, "server_error"),
+    ]
+    for exc_type, kind in kinds:
+        if isinstance(exc, exc_type):
+            return ProviderError(kind, message or kind, retry_after_s=_retry_after(exc))
+    status = getattr(exc, "status_code", None)
+    if isinstance(status, int) and status >= 500:
+        return ProviderError("server_error", message, retry_after_s=_retry_after(exc))
+    if isinstance(exc, litellm.APIError):
+        return ProviderError("server_error", message)
+    return ProviderError("unknown", f"{type(exc).__name__}: {message}")
+
+
+def _usage(response: Any) -> tuple[int, int]:
+    usage = getattr(response, "usage", None)
+    if usage is None:
+        return 0, 0
+    return int(getattr(usage, "prompt_tokens", 0) or 0), int(getattr(usage, "completion_tokens", 0) or 0)
+
+
+class LLMClient:
+    """Calls one endpoint; meters every call in `self.meter`."""
+
+    def __init__(self, config: EndpointConfig, *, sleep: Any = time.sleep) -> None:
+        self.config = config
+        self.meter = Meter()
+        self._sleep = sleep
+
+    @property
+    def is_replay(self) -> bool:
+        return self.config.is_replay
+
+    def cost(self, tokens_in: int, tokens_out: int, response: Any) -> float:
+        """A replay's recorded cost; else the endpoint's own prices when set; else
+        litellm's price map (0 when the model is not in it)."""
+        c = self.config
+        hidden = getattr(response, "_hidden_params", {}) or {}
+        if c.is_replay and hidden.get("response_cost") is not None:
+            return float(hidden["response_cost"])
+        if c.input_cost_per_mtok is not None or c.output_cost_per_mtok is not None:
+            return (
+                tokens_in * (c.input_cost_per_mtok or 0) + tokens_out * (c.output_cost_per_mtok or 0)
+            ) / 1e6
+        if hidden.get("response_cost") is not None:
+            return float(hidden["response_cost"])
+        try:
+            return float(litellm.completion_cost(completion_response=response, model=c.model))
+        except Exception:  # a model missing from the price map costs "unknown", reported as 0
+            return 0.0
+
+    def complete(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        primitive: str = "direct",
+        item_id: str | None = None,
+        **params: Any,
+    ) -> Completion:
+        """One chat completion, retried on transient errors. Raises ProviderError."""
+        attempt = 0
+        while True:
+            started = time.perf_counter()
+            try:
+                completion = self._call(messages, primitive=primitive, item_id=item_id, **params)
+            except Exception as exc:
+                error = classify(exc)
+                self.meter.latency_s += time.perf_counter() - started
+                if not error.transient or attempt >= self.config.max_retries:
+                    raise error from None
+                attempt += 1
+                self.meter.retries += 1
+                self._sleep(self._backoff(attempt, error.retry_after_s))
+                continue
+            completion.latency_s = time.perf_counter() - started
+            self.meter.latency_s += completion.latency_s
+            self.meter.add(completion)
+            return completion
+
+    def _backoff(self, attempt: int, retry_after_s: float | None) -> float:
+        if retry_after_s is not None:
+            return min(retry_after_s, self.config.backoff_max_s)
+        ceiling = min(self.config.backoff_max_s, self.config.backoff_base_s * 2 ** (attempt - 1))
+        return random.uniform(0, ceiling)  # noqa: S311 - jitter, not cryptography
+
+    def _call(
+        self, messages: list[dict[str, Any]], *, primitive: str, item_id: str | None, **params: Any
+    ) -> Completion:
+        c = self.config
+        kwargs: dict[str, Any] = {
+            "model": c.model,
+            "messages": messages,
+            "timeout": c.timeout_s,
+            "num_retries": 0,
+            "max_retries": 0,
+            **params,
+        }
+        if c.api_base:
+            kwargs["api_base"] = c.api_base
+        if c.api_key:
+            kwargs["api_key"] = c.api_key
+        if c.is_replay:
+            kwargs["metadata"] = {"primitive": primitive, "item_id": item_id}
+        response = litellm.completion(**kwargs)
+        tokens_in, tokens_out = _usage(response)
+        choice = response.choices[0]
+        message = choice.message
+        tool_calls = [call.model_dump() for call in (message.tool_calls or [])]
+        hidden = getattr(response, "_hidden_params", {}) or {}
+        return Completion(
+            text=message.content or "",
+            tool_calls=tool_calls,
+            tokens_in=tokens_in,
+            tokens_out=tokens_out,
+            cost_usd=self.cost(tokens_in, tokens_out, response),
+            latency_s=0.0,
+            finish_reason=choice.finish_reason,
+            recording=hidden.get("replay"),
+        )
+
+    def complete_many(self, messages: list[dict[str, Any]], n: int, **params: Any) -> list[Completion]:
+        """n samples of the same prompt (separate calls, so every provider supports it)."""
+        return [self.complete(messages, **params) for _ in range(n)]

@@ -1,0 +1,18 @@
+"""The primitives: how a model is called. Each returns the result envelope.
+
+Importing this package registers all of them in `REGISTRY`.
+"""
+
+from workers.primitives import (  # noqa: F401 - each module registers itself
+    cot,
+    direct,
+    long_context,
+    program,
+    reflexion,
+    self_consistency,
+    tool_use,
+    verify,
+)
+from workers.primitives.base import REGISTRY, PrimitiveInput, run_primitive
+
+__all__ = ["REGISTRY", "PrimitiveInput", "run_primitive"]

@@ -1,0 +1,91 @@
+"""What every primitive shares: its input, the registry, and the envelope it returns."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from orchestrator.envelope import Envelope
+from workers.llm import LLMClient, ProviderError
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class PrimitiveInput:
+    """The (sub)task a primitive works on."""
+
+    prompt: str
+    item_id: str | None = None  # the recorded item, so replay can match it by id
+    benchmark: str = ""
+    context: str = ""  # long_context: the document to read
+    tests: str = ""  # reflexion: unit tests the code must pass
+    entry_point: str = ""  # reflexion: the function the tests call
+    candidate: str = ""  # verify: the answer under review
+    tools: list[dict[str, Any]] = field(default_factory=list)  # tool_use: extra OpenAI function schemas
+
+
+Params = dict[str, Any]
+Body = Callable[[LLMClient, PrimitiveInput, Params], Envelope]
+Extract = Callable[[str], str | None]
+
+REGISTRY: dict[str, Body] = {}
+EXTRACTORS: dict[str, Extract] = {}
+
+
+def primitive(name: str, *, extract: Extract) -> Callable[[Body], Body]:
+    """Register a primitive's body, and how to read the answer out of its output
+    (replay uses the same rule on a recorded output)."""
+
+    def register(body: Body) -> Body:
+        REGISTRY[name] = body
+        EXTRACTORS[name] = extract
+        return body
+
+    return register
+
+
+def replayed(llm: LLMClient, name: str, task: PrimitiveInput) -> Envelope:
+    """A recorded primitive run: the recording is the primitive's whole output."""
+    completion = llm.complete(
+        [{"role": "user", "content": task.prompt}], primitive=name, item_id=task.item_id
+    )
+    recording = completion.recording or {}
+    output = completion.text
+    return Envelope(
+        status="ok",
+        output=output,
+        answer=EXTRACTORS[name](output) if output else None,
+        artifacts={
+            "replay": True,
+            "recorded_score": recording.get("score"),
+            "response_recorded": recording.get("response_recorded", bool(output)),
+            "source": recording.get("source"),
+            "item_id": recording.get("item_id"),
+        },
+    )
+
+
+def run_primitive(name: str, llm: LLMClient, task: PrimitiveInput, params: Params | None = None) -> Envelope:
+    """Run a primitive; never raises. Usage and cost are summed over all its calls."""
+    body = REGISTRY.get(name)
+    if body is None:
+        known = ", ".join(sorted(REGISTRY))
+        return Envelope.failure("bad_request", f"Unknown primitive {name!r}; known: {known}.")
+    try:
+        envelope = replayed(llm, name, task) if llm.is_replay else body(llm, task, params or {})
+    except ProviderError as error:
+        envelope = Envelope.failure(
+            error.kind, error.message, status="timeout" if error.kind == "timeout" else "error"
+        )
+    except Exception as exc:  # a bug in a primitive must not take the worker down
+        log.exception("primitive %s failed", name)
+        envelope = Envelope.failure("unknown", f"{type(exc).__name__}: {exc}"[:500])
+    meter = llm.meter
+    envelope.tokens_in, envelope.tokens_out = meter.tokens_in, meter.tokens_out
+    envelope.cost_usd, envelope.latency_s = meter.cost_usd, meter.latency_s
+    envelope.artifacts.setdefault("calls", meter.calls)
+    envelope.artifacts.setdefault("retries", meter.retries)
+    return envelope
