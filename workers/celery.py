@@ -4,8 +4,9 @@ Start a worker with: celery -A workers worker -Q orchestrator,workers,training
 """
 
 import os
+from typing import Any
 
-from celery import Celery
+from celery import Celery, signals
 from kombu import Exchange, Queue
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "studio.settings.dev")
@@ -22,3 +23,10 @@ app.conf.task_routes = {
     "workers.execute_attempt": {"queue": "workers"},
 }
 app.autodiscover_tasks(["workers"])
+
+
+@signals.worker_init.connect
+def preload(**kwargs: Any) -> None:
+    """Load litellm and the primitives once in the worker's parent, before it forks, so the
+    first attempt of each child does not pay for the imports (seconds)."""
+    import workers.execution  # noqa: F401
