@@ -39,3 +39,18 @@ def execute_attempt(attempt_id: int) -> None:
     if work is None:
         return
     attempt_finish(attempt_id=attempt_id, envelope=execute(work))
+
+
+@app.task(
+    name="workers.run_step",
+    acks_late=True,
+    reject_on_worker_lost=True,
+    autoretry_for=(OperationalError, InterfaceError),
+    retry_backoff=True,
+    max_retries=5,
+)
+def run_step(run_id: int) -> None:
+    """One step of a run's state machine (see studio.services.engine). Idempotent."""
+    from studio.services.engine import run_step as step
+
+    step(run_id=run_id)

@@ -1,14 +1,17 @@
 from datetime import datetime
-from typing import Any
+from decimal import Decimal
+from typing import Annotated, Any, Literal
 
 from django.db.models import QuerySet
 from django.http import HttpRequest
-from ninja import Field, Query, Router, Schema
+from ninja import Field, Query, Router, Schema, Status
 from ninja.pagination import LimitOffsetPagination, paginate
 
 from studio.api.auth import current_user, role
 from studio.models import Role, Run, RunStatus
 from studio.selectors.runs import run_events, run_get, run_list
+from studio.selectors.tree import run_tree
+from studio.services.runs import PRESETS, node_rerun, run_cancel, run_create
 
 router = Router(tags=["runs"], auth=role(Role.VIEWER))
 
@@ -42,6 +45,76 @@ class RunOut(Schema):
     finished_at: datetime | None
 
 
+class RunIn(Schema):
+    task_id: int
+    pool_id: int
+    policy: str = Field("default", min_length=1, max_length=100)
+    policy_config: dict[str, Any] = Field(default_factory=dict)
+    cost_preference: float | None = Field(None, ge=0, le=1, description="λ in [0, 1]: 0 best, 1 cheapest")
+    preset: Literal["cheap", "balanced", "best"] | None = Field(
+        None, description="instead of cost_preference"
+    )
+    best_of: int = Field(1, ge=1, le=16)
+    max_cost_usd: Annotated[Decimal, Field(ge=0, max_digits=16, decimal_places=8)] | None = None
+    max_nodes: int | None = Field(None, ge=1, le=10_000)
+    max_depth: int | None = Field(None, ge=0, le=32)
+    deadline_s: int | None = Field(None, ge=1, le=86_400)
+
+
+class RerunIn(Schema):
+    endpoint_id: int
+    primitive: str = Field(min_length=1, max_length=50)
+
+
+class AttemptOut(Schema):
+    number: int
+    model: str
+    primitive: str
+    status: str
+    answer: str | None
+    tokens_in: int
+    tokens_out: int
+    cost_usd: float
+    latency_s: float
+    error_kind: str | None
+    error_message: str | None
+
+
+class TotalsOut(Schema):
+    tokens_in: float
+    tokens_out: float
+    cost_usd: float
+    latency_s: float
+
+
+class NodeOut(Schema):
+    key: str
+    kind: str
+    parent: str | None
+    depends_on: list[str]
+    text: str
+    status: str
+    depth: int
+    model: str | None
+    endpoint_id: int | None
+    primitive: str | None
+    answer: str
+    output: str
+    verification: dict[str, Any]
+    item_id: str | None
+    tokens_in: int
+    tokens_out: int
+    cost_usd: float
+    latency_s: float
+    subtree: TotalsOut
+    attempts: list[AttemptOut]
+
+
+class TreeOut(Schema):
+    run: RunOut
+    nodes: list[NodeOut]
+
+
 class RunFilters(Schema):
     status: RunStatus | None = None
     policy: str = ""
@@ -61,6 +134,37 @@ class EventOut(Schema):
 class EventPageOut(Schema):
     items: list[EventOut]
     next_after: int | None = Field(description="pass as ?after= for the next page; null at the end")
+
+
+@router.post("", response={201: RunOut})
+def create_run(request: HttpRequest, payload: RunIn) -> Status:
+    """Start a run of a task on a pool under a policy, with an optional budget."""
+    fields = payload.dict(exclude={"preset"})
+    if payload.preset is not None:
+        fields["cost_preference"] = PRESETS[payload.preset]
+    return Status(201, run_create(owner=current_user(request), **fields))
+
+
+@router.post("/{run_id}/cancel", response=RunOut)
+def cancel_run(request: HttpRequest, run_id: int) -> Run:
+    """Stop a run: queued attempts are cancelled; attempts already running finish and are billed."""
+    return run_cancel(user=current_user(request), run_id=run_id)
+
+
+@router.post("/{run_id}/nodes/{node_key}/rerun", response={202: dict[str, int]})
+def rerun_node(request: HttpRequest, run_id: int, node_key: str, payload: RerunIn) -> Status:
+    """Run one node again with another admissible pair."""
+    attempt = node_rerun(
+        user=current_user(request), run_id=run_id, node_key=node_key,
+        endpoint_id=payload.endpoint_id, primitive=payload.primitive,
+    )  # fmt: skip
+    return Status(202, {"attempt": attempt.number})
+
+
+@router.get("/{run_id}/tree", response=TreeOut)
+def get_run_tree(request: HttpRequest, run_id: int) -> dict[str, Any]:
+    """The run's nodes, attempts, and totals per node and per subtree."""
+    return run_tree(user=current_user(request), run_id=run_id)
 
 
 @router.get("", response=list[RunOut])

@@ -9,7 +9,7 @@ from ninja.pagination import LimitOffsetPagination, paginate
 from studio.api.auth import current_user, role
 from studio.models import Domain, Role, Task
 from studio.selectors.runs import task_get, task_list
-from studio.services.tasks import task_create
+from studio.services.tasks import task_create, task_create_composite
 
 router = Router(tags=["tasks"], auth=role(Role.VIEWER))
 
@@ -43,6 +43,23 @@ def create_task(request: HttpRequest, payload: TaskIn) -> Status:
     fields = payload.dict()
     fields["domain"] = payload.domain.value if payload.domain else ""
     return Status(201, task_create(owner=current_user(request), **fields))
+
+
+class ItemRef(Schema):
+    source: str = Field(min_length=1, max_length=50)
+    item_id: str = Field(min_length=1, max_length=200)
+
+
+class CompositeIn(Schema):
+    items: list[ItemRef] = Field(min_length=1, max_length=32)
+    text: str = Field("", description="optional; by default the items' prompts, numbered")
+
+
+@router.post("/composite", response={201: TaskOut})
+def create_composite_task(request: HttpRequest, payload: CompositeIn) -> Status:
+    """A task made of recorded items, decomposed into one subtask per item and answered by replay."""
+    items = [(item.source, item.item_id) for item in payload.items]
+    return Status(201, task_create_composite(owner=current_user(request), items=items, text=payload.text))
 
 
 @router.get("", response=list[TaskOut])

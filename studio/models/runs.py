@@ -62,6 +62,7 @@ class Run(models.Model):
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="runs")
     pool = models.ForeignKey(ModelPool, on_delete=models.PROTECT, null=True, blank=True, related_name="runs")
     policy = models.CharField(max_length=100, default="default")
+    policy_config = models.JSONField(default=dict, blank=True)
     checkpoint = models.ForeignKey(
         "studio.Checkpoint", on_delete=models.SET_NULL, null=True, blank=True, related_name="runs"
     )
@@ -145,6 +146,10 @@ class Node(models.Model):
     output = models.TextField(blank=True)
     answer = models.TextField(blank=True)
     verification = models.JSONField(default=dict, blank=True)
+    plan = models.JSONField(null=True, blank=True, help_text="the planner's subtasks, once it has answered")
+    metadata = models.JSONField(
+        default=dict, blank=True, help_text="e.g. the recorded item a subtask stands for"
+    )
     tokens_in = models.BigIntegerField(default=0)
     tokens_out = models.BigIntegerField(default=0)
     cost_usd = money(default=0)
@@ -167,6 +172,7 @@ class AttemptStatus(models.TextChoices):
     OK = "ok"
     ERROR = "error"
     TIMEOUT = "timeout"
+    CANCELLED = "cancelled"
 
 
 class Attempt(models.Model):

@@ -18,7 +18,7 @@ from studio.services.events import run_event_append
 
 log = logging.getLogger(__name__)
 
-FINISHED = {AttemptStatus.OK, AttemptStatus.ERROR, AttemptStatus.TIMEOUT}
+FINISHED = {AttemptStatus.OK, AttemptStatus.ERROR, AttemptStatus.TIMEOUT, AttemptStatus.CANCELLED}
 
 
 @dataclass(frozen=True)
@@ -116,4 +116,8 @@ def attempt_finish(*, attempt_id: int, envelope: Envelope) -> bool:
             "error_message": envelope.error_message,
         },
     )
+    from workers.tasks import run_step
+
+    run_id = attempt.node.run_id
+    transaction.on_commit(lambda: run_step.delay(run_id))
     return True

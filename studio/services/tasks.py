@@ -42,3 +42,54 @@ def task_create(
         decomposable=decomposable,
         metadata=metadata or {},
     )
+
+
+@transaction.atomic
+def task_create_composite(*, owner: User, items: list[tuple[str, str]], text: str = "") -> Task:
+    """A task made of several recorded items (source, item_id). The default policy splits it
+    into one subtask per item, which replay answers from the records; the run's score is the
+    mean of the items' recorded scores, and it is correct when every item is."""
+    from studio.models import RecordedOutcome
+
+    if not 1 <= len(items) <= 32:
+        raise Invalid("items", f"A composite task has 1 to 32 items, not {len(items)}.")
+    parts: list[dict[str, Any]] = []
+    domains: set[str] = set()
+    for source, item_id in items:
+        rows = list(
+            RecordedOutcome.objects.filter(source=source, item_id=item_id)
+            .values("prompt", "benchmark", "domain", "gold", "model", "primitive")
+            .order_by("model", "primitive")
+        )
+        if not rows:
+            raise Invalid("items", f"There is no recorded item {item_id!r} in source {source!r}.")
+        first = rows[0]
+        domains.add(first["domain"])
+        parts.append(
+            {
+                "source": source,
+                "item_id": item_id,
+                "prompt": first["prompt"],
+                "benchmark": first["benchmark"],
+                "gold": first["gold"],
+                "recorded_pairs": sorted({(r["model"], r["primitive"]) for r in rows}),
+            }
+        )
+    domains = {
+        RecordedOutcome.objects.filter(source=s, item_id=i).values_list("domain", flat=True)[0]
+        for s, i in items
+    }
+    body = text or "Answer each part:\n\n" + "\n\n".join(
+        f"Part {n}: {p['prompt']}" for n, p in enumerate(parts, 1)
+    )
+    check_task_text(body[: settings.ORCHESTRA_MAX_TASK_CHARS])
+    return Task.objects.create(
+        owner=owner,
+        text=body[: settings.ORCHESTRA_MAX_TASK_CHARS],
+        benchmark="composite",
+        domain=domains.pop() if len(domains) == 1 else "",
+        decomposable=True,
+        metadata={
+            "items": [{**p, "recorded_pairs": [list(pair) for pair in p["recorded_pairs"]]} for p in parts]
+        },
+    )

@@ -7,6 +7,7 @@ from workers.primitives import (  # noqa: F401 - each module registers itself
     cot,
     direct,
     long_context,
+    plan,
     program,
     reflexion,
     self_consistency,

@@ -1,0 +1,154 @@
+"""The default policy: a configured pair for every node, the planner for decomposable tasks.
+
+- A composite task (its metadata lists recorded `items`) is split into one subtask per
+  item, with no planner call: the items are the plan.
+- Another decomposable task is planned once with the planner pair; if the planner fails,
+  the task is solved directly.
+- A ready node is solved with the preferred pair: the first of `pairs` in the config that
+  is admissible (and, for a recorded item, recorded for it), else the cheapest admissible.
+- A failed attempt is retried on the same pair up to `retries` times when its error was
+  transient, then repaired with the next pair not yet tried. The engine gives up on a
+  node after its attempt limit.
+- An aggregate node is aggregated as soon as it is ready; the run finishes with the root's
+  answer once the root has one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from orchestrator.envelope import TRANSIENT_ERRORS
+from orchestrator.policies import register
+from orchestrator.protocol import (
+    Action,
+    Aggregate,
+    Decompose,
+    Finish,
+    NodeView,
+    Observation,
+    Pair,
+    PairRef,
+    Plan,
+    Repair,
+    Solve,
+    SubtaskSpec,
+    Wait,
+)
+
+
+@dataclass(frozen=True)
+class DefaultConfig:
+    """How the default policy picks pairs."""
+
+    pairs: tuple[tuple[int, str], ...] = ()  # preferred (endpoint id, primitive), in order
+    planner: tuple[int, str] | None = None  # the pair that plans; default: the first preferred
+    retries: int = 1  # same-pair retries of a transient failure
+
+    @classmethod
+    def from_mapping(cls, config: Mapping[str, Any]) -> DefaultConfig:
+        pairs = tuple((int(e), str(p)) for e, p in config.get("pairs", ()))
+        planner = config.get("planner")
+        return cls(
+            pairs=pairs,
+            planner=(int(planner[0]), str(planner[1])) if planner else None,
+            retries=int(config.get("retries", 1)),
+        )
+
+
+def _price(pair: Pair) -> float:
+    return (pair.input_cost_per_mtok or 0.0) + (pair.output_cost_per_mtok or 0.0)
+
+
+class DefaultPolicy:
+    name = "default"
+
+    def __init__(self, config: DefaultConfig) -> None:
+        self.config = config
+
+    def act(self, observation: Observation) -> Action:
+        root = observation.root
+        if root.status == "succeeded":
+            return Finish(root.answer or "")
+        for node in observation.nodes:
+            action = self._act_on(node, observation)
+            if action is not None:
+                return action
+        return Wait()
+
+    def _act_on(self, node: NodeView, observation: Observation) -> Action | None:
+        if node.status != "ready" or node.in_flight:
+            return None
+        if node.kind == "aggregate":
+            return Aggregate(node.key)
+        if node.kind == "root" and observation.decomposable:
+            items = observation.task_metadata.get("items")
+            if items:
+                return Decompose(node.key, composite_subtasks(items))
+            if node.plan is not None:
+                return Decompose(node.key, node.plan)
+            if not node.plan_failed and not node.attempts:
+                planner = self._planner(observation)
+                if planner is not None:
+                    return Plan(node.key, planner)
+        return self._solve(node, observation)
+
+    def _solve(self, node: NodeView, observation: Observation) -> Action | None:
+        candidates = self._candidates(node, observation)
+        last = node.last_attempt
+        if last is None:
+            return Solve(node.key, candidates[0]) if candidates else None
+        same_pair_tries = sum(1 for a in node.attempts if a.pair == last.pair)
+        if last.error_kind in TRANSIENT_ERRORS and same_pair_tries <= self.config.retries:
+            return Solve(node.key, last.pair)
+        tried = {a.pair for a in node.attempts}
+        untried = [ref for ref in candidates if ref not in tried]
+        return Repair(node.key, untried[0]) if untried else None
+
+    def _candidates(self, node: NodeView, observation: Observation) -> list[PairRef]:
+        """Admissible pairs in order of preference; for a recorded item, only recorded pairs."""
+        recorded = node.metadata.get("recorded_pairs")
+        allowed = [
+            pair
+            for pair in observation.pairs
+            if recorded is None or [pair.model.removeprefix("replay/"), pair.ref.primitive] in recorded
+        ]
+        if node.kind != "aggregate":
+            # Planning is not a way to solve a node.
+            allowed = [pair for pair in allowed if pair.ref.primitive != "plan"]
+        by_ref = {pair.ref: pair for pair in allowed}
+        preferred = [PairRef(e, p) for e, p in self.config.pairs if PairRef(e, p) in by_ref]
+        rest = sorted(
+            (p for p in allowed if p.ref not in preferred), key=lambda p: (_price(p), p.ref.endpoint_id)
+        )
+        return preferred + [pair.ref for pair in rest]
+
+    def _planner(self, observation: Observation) -> PairRef | None:
+        wanted = self.config.planner or (self.config.pairs[0] if self.config.pairs else None)
+        if wanted is not None:
+            ref = PairRef(wanted[0], "plan")
+            if observation.admissible(ref):
+                return ref
+        planners = [pair.ref for pair in observation.pairs if pair.ref.primitive == "plan"]
+        return planners[0] if planners else None
+
+
+def composite_subtasks(items: list[Mapping[str, Any]]) -> tuple[SubtaskSpec, ...]:
+    """One independent subtask per recorded item of a composite task."""
+    return tuple(
+        SubtaskSpec(
+            id=f"item{index}",
+            text=str(item["prompt"]),
+            item_id=str(item["item_id"]),
+            metadata={
+                key: item[key] for key in ("benchmark", "gold", "recorded_pairs", "source") if key in item
+            },
+        )
+        for index, item in enumerate(items, start=1)
+    )
+
+
+@register("default")
+def make_default(config: Mapping[str, Any]) -> DefaultPolicy:
+    return DefaultPolicy(DefaultConfig.from_mapping(config))

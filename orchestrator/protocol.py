@@ -1,0 +1,238 @@
+"""The Agent-as-Tool action protocol: what a policy observes and what it may do.
+
+A policy reads an `Observation` (the task, the tree so far with result summaries, the
+budget left, and the admissible pairs as feature vectors) and returns one `Action`.
+The engine validates every action with `check_action`; a malformed one, or one naming a
+pair that is not admissible, is a counted protocol violation and is never executed.
+
+Actions, beyond DESIGN.md's five: `Plan(node, pair)` asks the planner (itself a model
+call, run by a worker like any attempt) for a subtask DAG, which a later
+`Decompose` applies; `Wait()` ends the policy's turn while attempts are in flight.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+NodeStatus = Literal["pending", "ready", "running", "succeeded", "failed", "skipped", "cancelled"]
+NodeKind = Literal["root", "subtask", "aggregate"]
+
+
+@dataclass(frozen=True)
+class PairRef:
+    """A (model endpoint, primitive) pair, by endpoint id and primitive name."""
+
+    endpoint_id: int
+    primitive: str
+
+
+@dataclass(frozen=True)
+class Pair:
+    """An admissible pair as the policy sees it: descriptors and a feature vector."""
+
+    ref: PairRef
+    model: str
+    input_cost_per_mtok: float | None = None
+    output_cost_per_mtok: float | None = None
+    context_window: int | None = None
+    descriptors: Mapping[str, Any] = field(default_factory=dict)
+    features: tuple[float, ...] = ()
+
+
+@dataclass(frozen=True)
+class AttemptView:
+    pair: PairRef
+    status: str  # queued | running | ok | error | timeout
+    error_kind: str | None = None
+    cost_usd: float = 0.0
+
+
+@dataclass(frozen=True)
+class NodeView:
+    key: str
+    kind: NodeKind
+    text: str
+    status: NodeStatus
+    depth: int
+    parent: str | None = None
+    depends_on: tuple[str, ...] = ()
+    item_id: str | None = None
+    answer: str | None = None
+    attempts: tuple[AttemptView, ...] = ()
+    plan: tuple[SubtaskSpec, ...] | None = None  # a plan the planner returned for this node
+    plan_failed: bool = False  # the planner could not produce a valid plan
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def last_attempt(self) -> AttemptView | None:
+        return self.attempts[-1] if self.attempts else None
+
+    @property
+    def in_flight(self) -> bool:
+        return any(a.status in {"queued", "running"} for a in self.attempts)
+
+
+@dataclass(frozen=True)
+class Budget:
+    """What the run may still spend; None means unlimited."""
+
+    cost_usd: float | None = None
+    nodes: int | None = None
+    depth: int | None = None
+    seconds: float | None = None
+
+
+@dataclass(frozen=True)
+class Observation:
+    task_text: str
+    decomposable: bool
+    nodes: tuple[NodeView, ...]
+    budget_left: Budget
+    pairs: tuple[Pair, ...]
+    cost_preference: float | None = None
+    task_metadata: Mapping[str, Any] = field(default_factory=dict)
+
+    def node(self, key: str) -> NodeView | None:
+        return next((node for node in self.nodes if node.key == key), None)
+
+    @property
+    def root(self) -> NodeView:
+        return next(node for node in self.nodes if node.kind == "root")
+
+    def admissible(self, ref: PairRef) -> bool:
+        return any(pair.ref == ref for pair in self.pairs)
+
+
+@dataclass(frozen=True)
+class SubtaskSpec:
+    id: str
+    text: str
+    depends_on: tuple[str, ...] = ()
+    primitive: str | None = None  # the planner's suggestion
+    item_id: str | None = None  # a recorded item (composite tasks)
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Solve:
+    node: str
+    pair: PairRef
+
+
+@dataclass(frozen=True)
+class Repair:
+    """Solve a node again with another pair after a failure."""
+
+    node: str
+    pair: PairRef
+
+
+@dataclass(frozen=True)
+class Plan:
+    node: str
+    pair: PairRef
+
+
+@dataclass(frozen=True)
+class Decompose:
+    """Split a node into subtasks (a DAG by `depends_on`), joined by an aggregate node."""
+
+    node: str
+    subtasks: tuple[SubtaskSpec, ...]
+
+
+@dataclass(frozen=True)
+class Aggregate:
+    """Compose an aggregate node's answer from its dependencies' answers (no model call)."""
+
+    node: str
+
+
+@dataclass(frozen=True)
+class Finish:
+    answer: str
+
+
+@dataclass(frozen=True)
+class Wait:
+    pass
+
+
+Action = Solve | Repair | Plan | Decompose | Aggregate | Finish | Wait
+
+
+class ProtocolViolation(ValueError):
+    """An action that is malformed or not allowed here; it is counted and not executed."""
+
+
+def check_action(action: object, observation: Observation, *, max_subtasks: int = 32) -> Action:
+    """Return the action if it is well formed and allowed, else raise ProtocolViolation."""
+    if isinstance(action, Wait | Finish):
+        if isinstance(action, Finish) and not isinstance(action.answer, str):
+            raise ProtocolViolation("finish needs a text answer")
+        return action
+    if not isinstance(action, Solve | Repair | Plan | Decompose | Aggregate):
+        raise ProtocolViolation(f"{type(action).__name__} is not an action")
+    node = observation.node(action.node)
+    if node is None:
+        raise ProtocolViolation(f"there is no node {action.node!r}")
+    if isinstance(action, Solve | Repair | Plan):
+        if not observation.admissible(action.pair):
+            raise ProtocolViolation(f"pair {action.pair} is not admissible")
+        if node.in_flight:
+            raise ProtocolViolation(f"node {node.key!r} already has an attempt in flight")
+        if node.status != "ready":
+            raise ProtocolViolation(f"node {node.key!r} is {node.status}; it cannot be solved now")
+        if isinstance(action, Plan) and node.kind == "aggregate":
+            raise ProtocolViolation("an aggregate node is not planned")
+        if isinstance(action, Repair) and not node.attempts:
+            raise ProtocolViolation(f"node {node.key!r} has no failed attempt to repair")
+        return action
+    if isinstance(action, Aggregate):
+        if node.kind != "aggregate" or node.status != "ready":
+            raise ProtocolViolation(f"node {node.key!r} is not an aggregate node ready to aggregate")
+        return action
+    check_subtasks(action.subtasks, max_subtasks=max_subtasks)
+    if node.status != "ready" or node.kind == "aggregate":
+        raise ProtocolViolation(f"node {node.key!r} cannot be decomposed now")
+    return action
+
+
+def check_subtasks(subtasks: tuple[SubtaskSpec, ...], *, max_subtasks: int) -> None:
+    """Ids unique, dependencies known, no cycle, size bounded."""
+    if not subtasks:
+        raise ProtocolViolation("a decomposition needs at least one subtask")
+    if len(subtasks) > max_subtasks:
+        raise ProtocolViolation(f"a decomposition has at most {max_subtasks} subtasks, not {len(subtasks)}")
+    ids = [spec.id for spec in subtasks]
+    if len(set(ids)) != len(ids):
+        raise ProtocolViolation("subtask ids must be unique")
+    known = set(ids)
+    for spec in subtasks:
+        if not spec.text.strip():
+            raise ProtocolViolation(f"subtask {spec.id!r} has no text")
+        unknown = set(spec.depends_on) - known
+        if unknown:
+            raise ProtocolViolation(f"subtask {spec.id!r} depends on unknown {sorted(unknown)}")
+        if spec.id in spec.depends_on:
+            raise ProtocolViolation(f"subtask {spec.id!r} depends on itself")
+    if topological_order(subtasks) is None:
+        raise ProtocolViolation("the subtasks' dependencies form a cycle")
+
+
+def topological_order(subtasks: tuple[SubtaskSpec, ...]) -> list[str] | None:
+    """Kahn's algorithm; None when there is a cycle."""
+    remaining = {spec.id: set(spec.depends_on) for spec in subtasks}
+    order: list[str] = []
+    while remaining:
+        free = sorted(key for key, deps in remaining.items() if not deps)
+        if not free:
+            return None
+        for key in free:
+            order.append(key)
+            del remaining[key]
+        for deps in remaining.values():
+            deps.difference_update(free)
+    return order

@@ -1,0 +1,459 @@
+"""The run engine: one step of a run's persisted state machine, under its row lock.
+
+`run_step(run_id=...)` (called by the Celery task on queue `orchestrator`) locks the run,
+folds finished attempts into node states, makes nodes ready whose dependencies are done,
+checks the budget, then asks the run's policy for actions until it waits or finishes.
+Each action is validated (a violation is counted, recorded and never executed) and
+applied; every attempt it creates is sent to queue `workers` after commit, all at once,
+so independent nodes run in parallel. When an attempt finishes, its worker schedules the
+next step. No task waits on another: the state lives in Postgres.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db import transaction
+from django.db.models import Prefetch
+from django.utils import timezone
+
+from orchestrator.planner import plan_to_json
+from orchestrator.policies import make_policy
+from orchestrator.protocol import (
+    Action,
+    Aggregate,
+    Decompose,
+    Finish,
+    Plan,
+    ProtocolViolation,
+    Repair,
+    Solve,
+    Wait,
+    check_action,
+)
+from studio.models import Attempt, AttemptStatus, Node, NodeKind, NodeStatus, Primitive, Run, RunStatus
+from studio.services.events import run_event_append
+from studio.services.observation import admissible_pairs, observe
+
+log = logging.getLogger(__name__)
+
+TERMINAL = {RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.CANCELLED}
+IN_FLIGHT = {AttemptStatus.QUEUED, AttemptStatus.RUNNING}
+DONE_BADLY = {NodeStatus.FAILED, NodeStatus.SKIPPED, NodeStatus.CANCELLED}
+MAX_ACTIONS_PER_STEP = 200
+MAX_VIOLATIONS_PER_STEP = 3
+MAX_ATTEMPTS_PER_NODE = 4
+TEXT_IN_EVENTS = 2000
+
+
+@dataclass
+class State:
+    """A run's rows, loaded once per step."""
+
+    run: Run
+    nodes: list[Node]
+    attempts: dict[int, list[Attempt]]
+    deps: dict[int, list[int]]
+    dispatch: list[int] = field(default_factory=list)
+
+    @property
+    def by_key(self) -> dict[str, Node]:
+        return {node.key: node for node in self.nodes}
+
+    def node_attempts(self, node: Node) -> list[Attempt]:
+        return self.attempts.setdefault(node.pk, [])
+
+    def in_flight(self, node: Node) -> bool:
+        return any(a.status in IN_FLIGHT for a in self.node_attempts(node))
+
+    def children(self, node: Node) -> list[Node]:
+        return [n for n in self.nodes if n.parent_id == node.pk]
+
+
+def emit(run: Run, type: str, **payload: Any) -> None:
+    run_event_append(run_id=run.pk, type=type, payload=payload)
+
+
+def _load(run: Run) -> State:
+    nodes = list(
+        Node.objects.filter(run=run)
+        .prefetch_related(
+            Prefetch("attempts", queryset=Attempt.objects.select_related("primitive").order_by("number")),
+            "depends_on",
+        )
+        .order_by("id")
+    )
+    return State(
+        run=run,
+        nodes=nodes,
+        attempts={n.pk: list(n.attempts.all()) for n in nodes},
+        deps={n.pk: sorted(d.pk for d in n.depends_on.all()) for n in nodes},
+    )
+
+
+def _start(state: State) -> None:
+    run = state.run
+    run.status, run.started_at = RunStatus.RUNNING, timezone.now()
+    run.save(update_fields=["status", "started_at"])
+    emit(run, "run.started", policy=run.policy, pool=run.pool_id)
+    item_id = run.task.metadata.get("item_id")
+    root = Node.objects.create(
+        run=run, key="root", kind=NodeKind.ROOT, text=run.task.text, status=NodeStatus.READY,
+        metadata={"item_id": item_id} if item_id else {},
+    )  # fmt: skip
+    state.nodes.append(root)
+    _node_created(run, root, [])
+    if run.deadline_s:
+        from workers.tasks import run_step as run_step_task
+
+        # A step just past the deadline ends the run even if no attempt ever comes back.
+        countdown = run.deadline_s + 1
+        transaction.on_commit(lambda: run_step_task.apply_async((run.pk,), countdown=countdown))
+
+
+def _node_created(run: Run, node: Node, depends_on: list[str]) -> None:
+    emit(
+        run, "node.created", key=node.key, kind=node.kind, text=node.text[:TEXT_IN_EVENTS], depth=node.depth,
+        parent=node.parent.key if node.parent else None, depends_on=depends_on, status=node.status,
+        item_id=node.metadata.get("item_id"),
+    )  # fmt: skip
+
+
+def _set_status(state: State, node: Node, status: str, **payload: Any) -> None:
+    node.status = status
+    node.save(update_fields=["status", "answer", "output", "verification", "plan", "metadata", "updated_at"])
+    emit(state.run, f"node.{status}", key=node.key, **payload)
+
+
+# Folding attempts into nodes
+
+
+def _absorb(state: State) -> None:
+    for node in state.nodes:
+        attempts = state.node_attempts(node)
+        if node.status != NodeStatus.RUNNING or not attempts or state.in_flight(node) or state.children(node):
+            continue  # a decomposed node waits on its children, not on its (planning) attempt
+        last = attempts[-1]
+        if last.primitive.name == "plan":
+            _absorb_plan(state, node, last)
+        elif last.status == AttemptStatus.OK:
+            envelope = last.envelope
+            node.answer, node.output = envelope.get("answer") or "", envelope.get("output") or ""
+            recorded = (envelope.get("artifacts") or {}).get("recorded_score")
+            node.verification = {"recorded_score": recorded} if recorded is not None else {}
+            _set_status(
+                state, node, NodeStatus.SUCCEEDED, answer=node.answer[:TEXT_IN_EVENTS], attempt=last.number
+            )
+        elif last.status != AttemptStatus.CANCELLED:
+            _absorb_failure(state, node, last)
+
+
+def _absorb_plan(state: State, node: Node, attempt: Attempt) -> None:
+    if attempt.status == AttemptStatus.OK:
+        node.plan = (attempt.envelope.get("artifacts") or {}).get("plan")
+        _set_status(state, node, NodeStatus.READY, planned=len(node.plan or []))
+    else:
+        node.metadata = {**node.metadata, "plan_failed": True}
+        _set_status(state, node, NodeStatus.READY, plan_failed=attempt.error_message or attempt.error_kind)
+
+
+def _absorb_failure(state: State, node: Node, attempt: Attempt) -> None:
+    tries = sum(1 for a in state.node_attempts(node) if a.primitive.name != "plan")
+    reason = f"{attempt.error_kind or attempt.status}: {attempt.error_message}".strip(": ")
+    if tries >= MAX_ATTEMPTS_PER_NODE:
+        node.output = f"Gave up after {tries} attempts; the last: {reason}"
+        _set_status(state, node, NodeStatus.FAILED, reason=node.output[:TEXT_IN_EVENTS])
+    else:
+        _set_status(state, node, NodeStatus.READY, after_failure=reason[:TEXT_IN_EVENTS], attempts=tries)
+
+
+def _propagate(state: State) -> None:
+    """Make dependents ready (or skip them), and close decomposed nodes; until nothing changes."""
+    by_pk = {node.pk: node for node in state.nodes}
+    changed = True
+    while changed:
+        changed = False
+        for node in state.nodes:
+            if node.status == NodeStatus.PENDING:
+                deps = [by_pk[d] for d in state.deps.get(node.pk, [])]
+                bad = next((d for d in deps if d.status in DONE_BADLY), None)
+                if bad is not None:
+                    _set_status(state, node, NodeStatus.SKIPPED, reason=f"dependency {bad.key} {bad.status}")
+                    changed = True
+                elif all(d.status == NodeStatus.SUCCEEDED for d in deps):
+                    _set_status(state, node, NodeStatus.READY)
+                    changed = True
+            elif node.status == NodeStatus.RUNNING and not state.in_flight(node):
+                aggregate = next((c for c in state.children(node) if c.kind == NodeKind.AGGREGATE), None)
+                if aggregate is None:
+                    continue
+                if aggregate.status == NodeStatus.SUCCEEDED:
+                    node.answer, node.verification = aggregate.answer, aggregate.verification
+                    _set_status(state, node, NodeStatus.SUCCEEDED, answer=node.answer[:TEXT_IN_EVENTS])
+                    changed = True
+                elif aggregate.status in DONE_BADLY:
+                    node.output = f"subtasks did not complete (aggregate {aggregate.status})"
+                    _set_status(state, node, NodeStatus.FAILED, reason=node.output)
+                    changed = True
+
+
+# Budgets and endings
+
+
+def _budget_exceeded(state: State) -> str | None:
+    run = state.run
+    if run.max_cost_usd is not None and run.cost_usd >= run.max_cost_usd:
+        return f"budget: cost ${run.cost_usd:.6f} reached the limit ${run.max_cost_usd:.6f}"
+    if run.deadline_s is not None and run.started_at is not None:
+        elapsed = (timezone.now() - run.started_at).total_seconds()
+        if elapsed > run.deadline_s:
+            return f"budget: deadline of {run.deadline_s} s passed ({elapsed:.1f} s)"
+    return None
+
+
+def _partial_answer(state: State) -> str:
+    root = state.by_key.get("root")
+    if root is not None and root.answer:
+        return root.answer
+    done = [n for n in state.nodes if n.kind == NodeKind.SUBTASK and n.status == NodeStatus.SUCCEEDED]
+    return "\n".join(f"{n.key}: {n.answer}" for n in done)
+
+
+def _end(state: State, status: str, reason: str, answer: str | None = None) -> None:
+    run = state.run
+    cancelled = Attempt.objects.filter(node__run=run, status=AttemptStatus.QUEUED).update(
+        status=AttemptStatus.CANCELLED,
+        error_kind="cancelled",
+        error_message=reason,
+        finished_at=timezone.now(),
+    )
+    run.status = status
+    run.end_reason = reason
+    run.final_answer = answer if answer is not None else _partial_answer(state)
+    if status == RunStatus.SUCCEEDED:
+        run.verification = {**run.verification, **verify(state, run.final_answer)}
+    run.finished_at = timezone.now()
+    run.save(update_fields=["status", "end_reason", "final_answer", "verification", "finished_at"])
+    emit(
+        run, "run.finished", status=status, reason=reason, answer=run.final_answer[:TEXT_IN_EVENTS],
+        verification=run.verification, cancelled_attempts=cancelled, tokens_in=run.tokens_in,
+        tokens_out=run.tokens_out, cost_usd=float(run.cost_usd), latency_s=run.latency_s,
+    )  # fmt: skip
+
+
+def verify(state: State, answer: str) -> dict[str, Any]:
+    """How right the answer is: the composite rule, a recorded score, or the benchmark's checker."""
+    task = state.run.task
+    items = [n for n in state.nodes if n.metadata.get("item_id") and n.kind == NodeKind.SUBTASK]
+    if task.metadata.get("items") and items:
+        scores = [n.verification.get("recorded_score") for n in items]
+        known = [float(s) for s in scores if s is not None]
+        score = sum(known) / len(items) if items else 0.0
+        correct = len(known) == len(items) and all(s >= 1.0 for s in known)
+        return {"method": "composite", "score": score, "correct": correct, "items": len(items)}
+    root = state.by_key.get("root")
+    recorded = root.verification.get("recorded_score") if root is not None else None
+    if recorded is not None:
+        return {"method": "recorded_score", "score": recorded, "correct": recorded >= 1.0}
+    if task.gold_answer and (task.checker or task.benchmark):
+        from workers.checkers import check
+
+        try:
+            result = check(task.checker or task.benchmark, answer, task.gold_answer)
+        except KeyError:
+            return {}
+        return {"method": "checker", "score": result.score, "correct": result.passed, "detail": result.detail}
+    return {}
+
+
+# Actions
+
+
+def _request(state: State, node: Node) -> dict[str, Any]:
+    by_pk = {n.pk: n for n in state.nodes}
+    deps = [by_pk[d] for d in state.deps.get(node.pk, [])]
+    prompt = node.text
+    if deps and node.kind != NodeKind.AGGREGATE and not node.metadata.get("item_id"):
+        earlier = "\n".join(f"- {d.text}\n  Answer: {d.answer}" for d in deps)
+        prompt = f"Results of earlier subtasks:\n{earlier}\n\nNow: {node.text}"
+    elif node.kind == NodeKind.AGGREGATE:
+        answers = "\n".join(f"- {d.text}\n  Answer: {d.answer}" for d in deps)
+        prompt = (
+            f"Task:\n{state.run.task.text}\n\nAnswers to its subtasks:\n{answers}\n\nGive the final answer."
+        )
+    request: dict[str, Any] = {
+        "prompt": prompt,
+        "benchmark": node.metadata.get("benchmark", state.run.task.benchmark),
+    }
+    if node.metadata.get("item_id"):
+        request["item_id"] = node.metadata["item_id"]
+    return request
+
+
+def _queue_attempt(
+    state: State, node: Node, endpoint_id: int, primitive: str, *, repair: bool = False
+) -> None:
+    attempts = state.node_attempts(node)
+    number = len(attempts) + 1
+    request = {"prompt": state.run.task.text} if primitive == "plan" else _request(state, node)
+    attempt = Attempt.objects.create(
+        node=node, number=number, endpoint_id=endpoint_id, primitive=Primitive.objects.get(name=primitive),
+        idempotency_key=f"run{state.run.pk}:{node.key}:{number}", request=request,
+    )  # fmt: skip
+    attempts.append(attempt)
+    if primitive != "plan":
+        node.endpoint_id, node.primitive = endpoint_id, attempt.primitive
+        node.save(update_fields=["endpoint", "primitive", "updated_at"])
+    node.status = NodeStatus.RUNNING
+    node.save(update_fields=["status", "updated_at"])
+    emit(
+        state.run, "attempt.queued", key=node.key, attempt=attempt.pk, number=number,
+        endpoint=endpoint_id, primitive=primitive, repair=repair,
+    )  # fmt: skip
+    state.dispatch.append(attempt.pk)
+
+
+def _decompose(state: State, action: Decompose) -> str | None:
+    """Create the subtasks and their aggregate node; a reason instead if a budget forbids it."""
+    run, parent = state.run, state.by_key[action.node]
+    total = len(state.nodes) + len(action.subtasks) + 1
+    if run.max_nodes is not None and total > run.max_nodes:
+        return f"budget: decomposing {parent.key} would make {total} nodes; the limit is {run.max_nodes}"
+    if run.max_depth is not None and parent.depth + 1 > run.max_depth:
+        depth = parent.depth + 1
+        return f"budget: decomposing {parent.key} would reach depth {depth}; the limit is {run.max_depth}"
+    parent.status = NodeStatus.RUNNING
+    parent.save(update_fields=["status", "updated_at"])
+    emit(run, "node.decomposed", key=parent.key, subtasks=plan_to_json(action.subtasks))
+    created: dict[str, Node] = {}
+    depended_on = {dep for spec in action.subtasks for dep in spec.depends_on}
+    for spec in action.subtasks:
+        metadata = dict(spec.metadata)
+        if spec.item_id:
+            metadata["item_id"] = spec.item_id
+        if spec.primitive:
+            metadata["suggested_primitive"] = spec.primitive
+        node = Node.objects.create(
+            run=run, parent=parent, key=f"{parent.key}.{spec.id}", kind=NodeKind.SUBTASK, text=spec.text,
+            depth=parent.depth + 1, status=NodeStatus.PENDING if spec.depends_on else NodeStatus.READY,
+            metadata=metadata,
+        )  # fmt: skip
+        deps = [created[d] for d in spec.depends_on]
+        node.depends_on.set(deps)
+        created[spec.id] = node
+        state.nodes.append(node)
+        state.deps[node.pk] = [d.pk for d in deps]
+        _node_created(run, node, [d.key for d in deps])
+    sinks = [created[spec.id] for spec in action.subtasks if spec.id not in depended_on]
+    aggregate = Node.objects.create(
+        run=run, parent=parent, key=f"{parent.key}.aggregate", kind=NodeKind.AGGREGATE,
+        text=f"Compose the answer to: {parent.text[:500]}", depth=parent.depth + 1, status=NodeStatus.PENDING,
+    )  # fmt: skip
+    aggregate.depends_on.set(sinks)
+    state.nodes.append(aggregate)
+    state.deps[aggregate.pk] = [s.pk for s in sinks]
+    _node_created(run, aggregate, [s.key for s in sinks])
+    return None
+
+
+def _aggregate(state: State, action: Aggregate) -> None:
+    node = state.by_key[action.node]
+    by_pk = {n.pk: n for n in state.nodes}
+    deps = [by_pk[d] for d in state.deps.get(node.pk, [])]
+    node.answer = (
+        deps[0].answer if len(deps) == 1 else "\n".join(f"{d.key.split('.')[-1]}: {d.answer}" for d in deps)
+    )
+    _set_status(state, node, NodeStatus.SUCCEEDED, answer=node.answer[:TEXT_IN_EVENTS], aggregated=len(deps))
+
+
+def _apply(state: State, action: Action) -> str | None:
+    """Carry out a checked action; return a reason to end the run, if it must end."""
+    node = state.by_key.get(getattr(action, "node", ""), None)
+    if isinstance(action, Solve | Repair) and node is not None:
+        _queue_attempt(
+            state, node, action.pair.endpoint_id, action.pair.primitive, repair=isinstance(action, Repair)
+        )
+    elif isinstance(action, Plan) and node is not None:
+        _queue_attempt(state, node, action.pair.endpoint_id, "plan")
+    elif isinstance(action, Decompose):
+        return _decompose(state, action)
+    elif isinstance(action, Aggregate):
+        _aggregate(state, action)
+    return None
+
+
+def _violation(state: State, action: object, error: Exception) -> None:
+    run = state.run
+    count = int(run.verification.get("protocol_violations", 0)) + 1
+    run.verification = {**run.verification, "protocol_violations": count}
+    run.save(update_fields=["verification"])
+    emit(run, "protocol.violation", action=repr(action)[:500], reason=str(error)[:500], count=count)
+
+
+def _decide(state: State) -> None:
+    run = state.run
+    policy = make_policy(run.policy, run.policy_config)
+    pairs = admissible_pairs(run)
+    violations = 0
+    for _ in range(MAX_ACTIONS_PER_STEP):
+        observation = observe(run, state.nodes, state.attempts, state.deps, pairs=pairs)
+        try:
+            action = check_action(policy.act(observation), observation)
+        except ProtocolViolation as error:
+            _violation(state, "policy action", error)
+            violations += 1
+            if violations >= MAX_VIOLATIONS_PER_STEP:
+                break
+            continue
+        except Exception as error:  # a broken policy must not wedge the run
+            log.exception("policy %s failed on run %s", run.policy, run.pk)
+            _end(
+                state, RunStatus.FAILED, f"the policy {run.policy!r} failed: {type(error).__name__}: {error}"
+            )
+            return
+        if isinstance(action, Wait):
+            break
+        if isinstance(action, Finish):
+            _end(state, RunStatus.SUCCEEDED, "finished", answer=action.answer)
+            return
+        reason = _apply(state, action)
+        if reason is not None:
+            _end(state, RunStatus.FAILED, reason)
+            return
+        _propagate(state)  # an aggregate just composed may complete its parent
+    if not any(state.in_flight(node) for node in state.nodes):
+        root = state.by_key["root"]
+        if root.status == NodeStatus.SUCCEEDED:
+            _end(state, RunStatus.SUCCEEDED, "finished", answer=root.answer)
+        elif root.status in DONE_BADLY:
+            _end(state, RunStatus.FAILED, f"the task failed: {root.output or root.status}")
+        else:
+            _end(state, RunStatus.FAILED, "no progress: the policy chose nothing and no attempt is in flight")
+
+
+def run_step(*, run_id: int) -> None:
+    """One step of a run. Idempotent: a finished run, or one already up to date, is left as is."""
+    with transaction.atomic():
+        run = Run.objects.select_for_update(of=("self",)).select_related("task").filter(pk=run_id).first()
+        if run is None:
+            log.warning("run %s no longer exists", run_id)
+            return
+        if run.status in TERMINAL:
+            return
+        state = _load(run)
+        if run.status == RunStatus.PENDING:
+            _start(state)
+        _absorb(state)
+        _propagate(state)
+        reason = _budget_exceeded(state)
+        if reason is not None:
+            _end(state, RunStatus.FAILED, reason)
+        else:
+            _decide(state)
+        dispatch = list(state.dispatch)
+        if dispatch:
+            from workers.tasks import execute_attempt
+
+            transaction.on_commit(lambda: [execute_attempt.delay(attempt_id) for attempt_id in dispatch])

@@ -1,0 +1,42 @@
+"""`plan`: ask a model for a subtask DAG (orchestrator.planner), with one repair prompt."""
+
+import json
+
+from orchestrator.envelope import Envelope
+from orchestrator.planner import PlanError, parse_plan, plan_messages, plan_to_json, repair_messages
+from workers.llm import LLMClient
+from workers.primitives.base import Params, PrimitiveInput, primitive
+
+
+def _plan_answer(text: str) -> str | None:
+    try:
+        return json.dumps(plan_to_json(parse_plan(text)))
+    except PlanError:
+        return None
+
+
+@primitive("plan", extract=_plan_answer)
+def plan(llm: LLMClient, task: PrimitiveInput, params: Params) -> Envelope:
+    first = llm.complete(plan_messages(task.prompt), primitive="plan", item_id=task.item_id)
+    try:
+        specs = parse_plan(first.text)
+        repaired = False
+    except PlanError as error:
+        second = llm.complete(repair_messages(task.prompt, first.text, str(error)), primitive="plan")
+        try:
+            specs = parse_plan(second.text)
+            repaired = True
+        except PlanError as again:
+            envelope = Envelope.failure(
+                "parse", f"The planner's plan was invalid twice: {error}; then {again}."
+            )
+            envelope.output = second.text
+            envelope.artifacts = {"first_error": str(error), "second_error": str(again)}
+            return envelope
+    subtasks = plan_to_json(specs)
+    return Envelope(
+        status="ok",
+        output=json.dumps(subtasks),
+        answer=json.dumps(subtasks),
+        artifacts={"plan": subtasks, "repaired": repaired},
+    )
