@@ -134,6 +134,8 @@ CELERY_TASK_SOFT_TIME_LIMIT = env_int("CELERY_TASK_SOFT_TIME_LIMIT", 540)
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+# With acks_late, a task whose worker died is redelivered after this many seconds (Redis broker).
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 3600)}
 
 # Provider API keys are encrypted at rest with these Fernet keys (comma-separated;
 # the first encrypts, all decrypt, so keys can be rotated).
