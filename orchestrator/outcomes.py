@@ -56,11 +56,7 @@ class OutcomeRecord:
             raise ValueError(f"split must be train, test or null, not {self.split!r}")
         if self.domain not in DOMAINS:
             raise ValueError(f"domain must be one of {', '.join(DOMAINS)}, not {self.domain!r}")
-        if (
-            isinstance(self.score, bool)
-            or not isinstance(self.score, int | float)
-            or not 0 <= self.score <= 1
-        ):
+        if isinstance(self.score, bool) or not isinstance(self.score, int | float) or not 0 <= self.score <= 1:
             raise ValueError(f"score must be a number in [0, 1], not {self.score!r}")
         for name in ("prompt_tokens", "completion_tokens"):
             value = getattr(self, name)
@@ -68,9 +64,7 @@ class OutcomeRecord:
                 raise ValueError(f"{name} must be a non-negative integer or null")
         for name in ("cost_usd", "latency_s"):
             value = getattr(self, name)
-            if value is not None and (
-                isinstance(value, bool) or not isinstance(value, int | float) or value < 0
-            ):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int | float) or value < 0):
                 raise ValueError(f"{name} must be a non-negative number or null")
 
     def to_json(self) -> str:
@@ -121,9 +115,7 @@ def write_outcomes(path: str | Path, records: Iterable[OutcomeRecord]) -> int:
     path.parent.mkdir(parents=True, exist_ok=True)
     count = 0
     with path.open("wb") as raw:
-        binary: Any = (
-            gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) if path.suffix == ".gz" else raw
-        )
+        binary: Any = gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) if path.suffix == ".gz" else raw
         with io.TextIOWrapper(binary, encoding="utf-8", newline="\n") as text:
             for record in records:
                 record.check()

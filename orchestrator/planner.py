@@ -107,10 +107,7 @@ def parse_plan(reply: str) -> tuple[SubtaskSpec, ...]:
 
 
 def plan_to_json(specs: tuple[SubtaskSpec, ...]) -> list[dict[str, Any]]:
-    return [
-        {"id": s.id, "text": s.text, "depends_on": list(s.depends_on), "primitive": s.primitive}
-        for s in specs
-    ]
+    return [{"id": s.id, "text": s.text, "depends_on": list(s.depends_on), "primitive": s.primitive} for s in specs]
 
 
 def plan_from_json(data: list[dict[str, Any]]) -> tuple[SubtaskSpec, ...]:

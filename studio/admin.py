@@ -40,9 +40,7 @@ class EndpointForm(forms.ModelForm):
         widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
         help_text="Write-only. Leave empty to keep the stored key; it is never shown again.",
     )
-    clear_api_key = forms.BooleanField(
-        label="Clear API key", required=False, help_text="Remove the stored key."
-    )
+    clear_api_key = forms.BooleanField(label="Clear API key", required=False, help_text="Remove the stored key.")
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

@@ -37,9 +37,7 @@ class Child:
 
 
 def spawn(name: str, command: list[str], env: dict[str, str], cwd: Path) -> Child:
-    process = subprocess.Popen(
-        command, env=env, cwd=cwd, start_new_session=True, preexec_fn=_die_with_parent()
-    )
+    process = subprocess.Popen(command, env=env, cwd=cwd, start_new_session=True, preexec_fn=_die_with_parent())
     return Child(name, process)
 
 

@@ -57,8 +57,7 @@ def load(name: str) -> list[dict[str, Any]]:
 def _load_bfcl(category: str) -> list[dict[str, Any]]:
     questions = _read(DATA_DIR / "bfcl" / f"BFCL_v4_{category}.json.gz")
     answers = {
-        row["id"]: row["ground_truth"]
-        for row in _read(DATA_DIR / "bfcl" / f"possible_answer_{category}.json.gz")
+        row["id"]: row["ground_truth"] for row in _read(DATA_DIR / "bfcl" / f"possible_answer_{category}.json.gz")
     }
     return [{**item, "category": category, "possible_answer": answers[item["id"]]} for item in questions]
 

@@ -171,9 +171,7 @@ class LLMClient:
         if c.is_replay and hidden.get("response_cost") is not None:
             return float(hidden["response_cost"])
         if c.input_cost_per_mtok is not None or c.output_cost_per_mtok is not None:
-            return (
-                tokens_in * (c.input_cost_per_mtok or 0) + tokens_out * (c.output_cost_per_mtok or 0)
-            ) / 1e6
+            return (tokens_in * (c.input_cost_per_mtok or 0) + tokens_out * (c.output_cost_per_mtok or 0)) / 1e6
         if hidden.get("response_cost") is not None:
             return float(hidden["response_cost"])
         try:

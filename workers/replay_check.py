@@ -38,18 +38,14 @@ def replay_one(record: OutcomeRecord) -> tuple[list[str], float | None]:
     if recording.get("score") != record.score:
         problems.append("score")
     if (cost is None) != (record.cost_usd is None) or (
-        cost is not None
-        and record.cost_usd is not None
-        and not math.isclose(cost, record.cost_usd, abs_tol=1e-12)
+        cost is not None and record.cost_usd is not None and not math.isclose(cost, record.cost_usd, abs_tol=1e-12)
     ):
         problems.append("cost")
     return problems, cost
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m workers.replay_check", description=__doc__.split("\n\n")[0]
-    )
+    parser = argparse.ArgumentParser(prog="python -m workers.replay_check", description=__doc__.split("\n\n")[0])
     parser.add_argument("files", nargs="+", type=Path)
     parser.add_argument("--no-progress", action="store_true")
     args = parser.parse_args(argv)

@@ -212,9 +212,7 @@ def _write_program(workdir: Path, code: str, files: dict[str, str]) -> None:
         path.write_text(text, encoding="utf-8", errors="replace")
 
 
-def _execute(
-    iso: Isolation, limits: SandboxLimits, workdir: str, stdin: bytes, started: float
-) -> SandboxResult:
+def _execute(iso: Isolation, limits: SandboxLimits, workdir: str, stdin: bytes, started: float) -> SandboxResult:
     status_r, status_w = os.pipe()
     try:
         argv, home = _command(iso, limits, workdir, status_w)
@@ -320,9 +318,7 @@ class _Pump:
     """Moves bytes between the parent and the running program: stdin in; stdout, stderr and
     the child's records out. Keeps `keep` bytes of each stream and counts the rest."""
 
-    def __init__(
-        self, proc: subprocess.Popen[bytes], stdin: bytes, status_fd: int, out: _Collected, keep: int
-    ) -> None:
+    def __init__(self, proc: subprocess.Popen[bytes], stdin: bytes, status_fd: int, out: _Collected, keep: int) -> None:
         assert proc.stdout is not None and proc.stderr is not None
         self.proc, self.out, self.keep, self.status_fd = proc, out, keep, status_fd
         self.flood = max(_FLOOD_FLOOR_BYTES, 16 * keep)

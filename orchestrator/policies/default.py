@@ -119,9 +119,7 @@ class DefaultPolicy:
             allowed = [pair for pair in allowed if pair.ref.primitive != "plan"]
         by_ref = {pair.ref: pair for pair in allowed}
         preferred = [PairRef(e, p) for e, p in self.config.pairs if PairRef(e, p) in by_ref]
-        rest = sorted(
-            (p for p in allowed if p.ref not in preferred), key=lambda p: (_price(p), p.ref.endpoint_id)
-        )
+        rest = sorted((p for p in allowed if p.ref not in preferred), key=lambda p: (_price(p), p.ref.endpoint_id))
         return preferred + [pair.ref for pair in rest]
 
     def _planner(self, observation: Observation) -> PairRef | None:
@@ -141,9 +139,7 @@ def composite_subtasks(items: list[Mapping[str, Any]]) -> tuple[SubtaskSpec, ...
             id=f"item{index}",
             text=str(item["prompt"]),
             item_id=str(item["item_id"]),
-            metadata={
-                key: item[key] for key in ("benchmark", "gold", "recorded_pairs", "source") if key in item
-            },
+            metadata={key: item[key] for key in ("benchmark", "gold", "recorded_pairs", "source") if key in item},
         )
         for index, item in enumerate(items, start=1)
     )

@@ -22,10 +22,7 @@ def _field(loc: list[Any] | tuple[Any, ...]) -> str:
 
 def validation_errors(errors: list[dict[str, Any]]) -> list[dict[str, str]]:
     """Field and message of each error, without echoing the input (it may hold a key)."""
-    return [
-        {"field": _field(error.get("loc", ())), "message": str(error.get("msg", "is invalid"))}
-        for error in errors
-    ]
+    return [{"field": _field(error.get("loc", ())), "message": str(error.get("msg", "is invalid"))} for error in errors]
 
 
 def install(api: NinjaAPI) -> None:
@@ -37,9 +34,7 @@ def install(api: NinjaAPI) -> None:
     def invalid_input(request: HttpRequest, exc: ValidationError) -> HttpResponse:
         errors = validation_errors(exc.errors)
         summary = "; ".join(f"{e['field']}: {e['message']}" for e in errors[:5])
-        return api.create_response(
-            request, {"detail": f"Invalid input. {summary}", "errors": errors}, status=422
-        )
+        return api.create_response(request, {"detail": f"Invalid input. {summary}", "errors": errors}, status=422)
 
     @api.exception_handler(AuthenticationError)
     def unauthenticated(request: HttpRequest, exc: AuthenticationError) -> HttpResponse:

@@ -249,12 +249,8 @@ def get_admissibility(request: HttpRequest, admissibility_id: int) -> Admissibil
 
 
 @router.patch("/admissibility/{admissibility_id}", auth=ADMIN, response=AdmissibilityOut)
-def update_admissibility(
-    request: HttpRequest, admissibility_id: int, payload: AdmissibilityPatch
-) -> Admissibility:
-    return services.admissibility_update(
-        admissibility_id=admissibility_id, changes=payload.dict(exclude_unset=True)
-    )
+def update_admissibility(request: HttpRequest, admissibility_id: int, payload: AdmissibilityPatch) -> Admissibility:
+    return services.admissibility_update(admissibility_id=admissibility_id, changes=payload.dict(exclude_unset=True))
 
 
 @router.delete("/admissibility/{admissibility_id}", auth=ADMIN, response={204: None})

@@ -72,9 +72,7 @@ def list_tasks(
     owner_id: int | None = None,
 ) -> QuerySet[Task]:
     """Your tasks, or everyone's for researchers and admins; newest first."""
-    return task_list(
-        user=current_user(request), search=search, benchmark=benchmark, domain=domain, owner_id=owner_id
-    )
+    return task_list(user=current_user(request), search=search, benchmark=benchmark, domain=domain, owner_id=owner_id)
 
 
 @router.get("/{task_id}", response=TaskOut)

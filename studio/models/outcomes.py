@@ -31,12 +31,8 @@ class RecordedOutcome(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(
-                fields=["source", "item_id", "model", "primitive"], name="outcome_unique_record"
-            ),
-            models.CheckConstraint(
-                condition=Q(score__gte=0) & Q(score__lte=1), name="outcome_score_in_range"
-            ),
+            models.UniqueConstraint(fields=["source", "item_id", "model", "primitive"], name="outcome_unique_record"),
+            models.CheckConstraint(condition=Q(score__gte=0) & Q(score__lte=1), name="outcome_score_in_range"),
         ]
         indexes = [
             models.Index(fields=["model", "primitive", "item_id"], name="outcome_by_item"),

@@ -23,9 +23,7 @@ class ModelEndpoint(models.Model):
     pool = models.ForeignKey(ModelPool, on_delete=models.CASCADE, related_name="endpoints")
     name = models.CharField(max_length=100)
     model = models.CharField(max_length=200, help_text="litellm model string, e.g. openai/gpt-4o-mini")
-    api_base = models.CharField(
-        "API base", max_length=500, blank=True, help_text="e.g. http://127.0.0.1:8001/v1"
-    )
+    api_base = models.CharField("API base", max_length=500, blank=True, help_text="e.g. http://127.0.0.1:8001/v1")
     # Fernet token; see studio.crypto. Never serialized, never displayed.
     api_key_encrypted = models.TextField(blank=True, editable=False)
     input_cost_per_mtok = models.DecimalField(
@@ -98,9 +96,7 @@ class Admissibility(models.Model):
 
     class Meta:
         verbose_name_plural = "admissibilities"
-        constraints = [
-            models.UniqueConstraint(fields=["endpoint", "primitive"], name="admissibility_unique_pair")
-        ]
+        constraints = [models.UniqueConstraint(fields=["endpoint", "primitive"], name="admissibility_unique_pair")]
 
     def __str__(self) -> str:
         mark = "allowed" if self.allowed else "not allowed"

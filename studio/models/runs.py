@@ -128,28 +128,20 @@ class Node(models.Model):
     """A subtask in a run's decomposition DAG."""
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="nodes")
-    parent = models.ForeignKey(
-        "self", on_delete=models.CASCADE, null=True, blank=True, related_name="children"
-    )
+    parent = models.ForeignKey("self", on_delete=models.CASCADE, null=True, blank=True, related_name="children")
     depends_on = models.ManyToManyField("self", symmetrical=False, blank=True, related_name="dependents")
     key = models.CharField(max_length=64, help_text="the node's id within its run, e.g. the planner's id")
     kind = models.CharField(max_length=20, choices=NodeKind.choices, default=NodeKind.SUBTASK)
     text = models.TextField()
     depth = models.PositiveSmallIntegerField(default=0)
-    endpoint = models.ForeignKey(
-        ModelEndpoint, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
-    )
-    primitive = models.ForeignKey(
-        Primitive, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
-    )
+    endpoint = models.ForeignKey(ModelEndpoint, on_delete=models.PROTECT, null=True, blank=True, related_name="+")
+    primitive = models.ForeignKey(Primitive, on_delete=models.PROTECT, null=True, blank=True, related_name="+")
     status = models.CharField(max_length=20, choices=NodeStatus.choices, default=NodeStatus.PENDING)
     output = models.TextField(blank=True)
     answer = models.TextField(blank=True)
     verification = models.JSONField(default=dict, blank=True)
     plan = models.JSONField(null=True, blank=True, help_text="the planner's subtasks, once it has answered")
-    metadata = models.JSONField(
-        default=dict, blank=True, help_text="e.g. the recorded item a subtask stands for"
-    )
+    metadata = models.JSONField(default=dict, blank=True, help_text="e.g. the recorded item a subtask stands for")
     tokens_in = models.BigIntegerField(default=0)
     tokens_out = models.BigIntegerField(default=0)
     cost_usd = money(default=0)

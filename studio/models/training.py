@@ -18,12 +18,8 @@ class Checkpoint(models.Model):
     path = models.CharField(max_length=500, help_text="artifact file, relative to DATA_DIR")
     config = models.JSONField(default=dict, blank=True)
     metrics = models.JSONField(default=dict, blank=True)
-    lineage = models.JSONField(
-        default=dict, blank=True, help_text="data, sources and parents it was trained from"
-    )
-    parent = models.ForeignKey(
-        "self", on_delete=models.SET_NULL, null=True, blank=True, related_name="children"
-    )
+    lineage = models.JSONField(default=dict, blank=True, help_text="data, sources and parents it was trained from")
+    parent = models.ForeignKey("self", on_delete=models.SET_NULL, null=True, blank=True, related_name="children")
     is_default = models.BooleanField(default=False)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"

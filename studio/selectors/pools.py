@@ -41,9 +41,7 @@ def primitive_get(*, primitive_id: int) -> Primitive:
     return primitive
 
 
-def admissibility_list(
-    *, pool_id: int | None = None, endpoint_id: int | None = None
-) -> QuerySet[Admissibility]:
+def admissibility_list(*, pool_id: int | None = None, endpoint_id: int | None = None) -> QuerySet[Admissibility]:
     rows = Admissibility.objects.select_related("primitive").order_by("endpoint_id", "primitive__name")
     if pool_id is not None:
         rows = rows.filter(endpoint__pool_id=pool_id)

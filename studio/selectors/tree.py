@@ -18,9 +18,7 @@ def run_tree(*, user: User, run_id: int) -> dict[str, Any]:
         .order_by("id")
     )
     attempts: dict[int, list[Attempt]] = defaultdict(list)
-    for attempt in (
-        Attempt.objects.filter(node__run=run).select_related("endpoint", "primitive").order_by("number")
-    ):
+    for attempt in Attempt.objects.filter(node__run=run).select_related("endpoint", "primitive").order_by("number"):
         attempts[attempt.node_id].append(attempt)
     children: dict[int | None, list[Node]] = defaultdict(list)
     for node in nodes:

@@ -78,9 +78,7 @@ def attempt_start(*, attempt_id: int) -> AttemptWork | None:
 def attempt_finish(*, attempt_id: int, envelope: Envelope) -> bool:
     """Record the envelope and bill it to the node and the run, unless another delivery
     of the same attempt already did (then return False and change nothing)."""
-    attempt = (
-        Attempt.objects.select_for_update(of=("self",)).select_related("node").filter(pk=attempt_id).first()
-    )
+    attempt = Attempt.objects.select_for_update(of=("self",)).select_related("node").filter(pk=attempt_id).first()
     if attempt is None or attempt.status in FINISHED:
         return False
     cost = Decimal(repr(envelope.cost_usd))

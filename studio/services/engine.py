@@ -143,9 +143,7 @@ def _absorb(state: State) -> None:
             node.answer, node.output = envelope.get("answer") or "", envelope.get("output") or ""
             recorded = (envelope.get("artifacts") or {}).get("recorded_score")
             node.verification = {"recorded_score": recorded} if recorded is not None else {}
-            _set_status(
-                state, node, NodeStatus.SUCCEEDED, answer=node.answer[:TEXT_IN_EVENTS], attempt=last.number
-            )
+            _set_status(state, node, NodeStatus.SUCCEEDED, answer=node.answer[:TEXT_IN_EVENTS], attempt=last.number)
         elif last.status != AttemptStatus.CANCELLED:
             _absorb_failure(state, node, last)
 
@@ -280,9 +278,7 @@ def _request(state: State, node: Node) -> dict[str, Any]:
         prompt = f"Results of earlier subtasks:\n{earlier}\n\nNow: {node.text}"
     elif node.kind == NodeKind.AGGREGATE:
         answers = "\n".join(f"- {d.text}\n  Answer: {d.answer}" for d in deps)
-        prompt = (
-            f"Task:\n{state.run.task.text}\n\nAnswers to its subtasks:\n{answers}\n\nGive the final answer."
-        )
+        prompt = f"Task:\n{state.run.task.text}\n\nAnswers to its subtasks:\n{answers}\n\nGive the final answer."
     request: dict[str, Any] = {
         "prompt": prompt,
         "benchmark": node.metadata.get("benchmark", state.run.task.benchmark),
@@ -292,9 +288,7 @@ def _request(state: State, node: Node) -> dict[str, Any]:
     return request
 
 
-def _queue_attempt(
-    state: State, node: Node, endpoint_id: int, primitive: str, *, repair: bool = False
-) -> None:
+def _queue_attempt(state: State, node: Node, endpoint_id: int, primitive: str, *, repair: bool = False) -> None:
     attempts = state.node_attempts(node)
     number = len(attempts) + 1
     request = {"prompt": state.run.task.text} if primitive == "plan" else _request(state, node)
@@ -362,9 +356,7 @@ def _aggregate(state: State, action: Aggregate) -> None:
     node = state.by_key[action.node]
     by_pk = {n.pk: n for n in state.nodes}
     deps = [by_pk[d] for d in state.deps.get(node.pk, [])]
-    node.answer = (
-        deps[0].answer if len(deps) == 1 else "\n".join(f"{d.key.split('.')[-1]}: {d.answer}" for d in deps)
-    )
+    node.answer = deps[0].answer if len(deps) == 1 else "\n".join(f"{d.key.split('.')[-1]}: {d.answer}" for d in deps)
     _set_status(state, node, NodeStatus.SUCCEEDED, answer=node.answer[:TEXT_IN_EVENTS], aggregated=len(deps))
 
 
@@ -372,9 +364,7 @@ def _apply(state: State, action: Action) -> str | None:
     """Carry out a checked action; return a reason to end the run, if it must end."""
     node = state.by_key.get(getattr(action, "node", ""), None)
     if isinstance(action, Solve | Repair) and node is not None:
-        _queue_attempt(
-            state, node, action.pair.endpoint_id, action.pair.primitive, repair=isinstance(action, Repair)
-        )
+        _queue_attempt(state, node, action.pair.endpoint_id, action.pair.primitive, repair=isinstance(action, Repair))
     elif isinstance(action, Plan) and node is not None:
         _queue_attempt(state, node, action.pair.endpoint_id, "plan")
     elif isinstance(action, Decompose):
@@ -409,9 +399,7 @@ def _decide(state: State) -> None:
             continue
         except Exception as error:  # a broken policy must not wedge the run
             log.exception("policy %s failed on run %s", run.policy, run.pk)
-            _end(
-                state, RunStatus.FAILED, f"the policy {run.policy!r} failed: {type(error).__name__}: {error}"
-            )
+            _end(state, RunStatus.FAILED, f"the policy {run.policy!r} failed: {type(error).__name__}: {error}")
             return
         if isinstance(action, Wait):
             break

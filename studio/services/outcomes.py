@@ -70,22 +70,16 @@ def load_prices(path: Path | None) -> Prices:
         raise ApplicationError(f"Cannot read the price table {path}: {exc}") from None
     for model, entry in prices.items():
         if not isinstance(entry, dict) or not {"input_per_mtok", "output_per_mtok"} <= entry.keys():
-            raise ApplicationError(
-                f"{path}: the price of {model!r} needs input_per_mtok and output_per_mtok."
-            )
+            raise ApplicationError(f"{path}: the price of {model!r} needs input_per_mtok and output_per_mtok.")
     return prices
 
 
 def _row(record: OutcomeRecord, prices: Prices, report: ImportReport) -> RecordedOutcome:
     cost = record.cost_usd
     if cost is None and record.model in prices:
-        tokens_in = (
-            record.prompt_tokens if record.prompt_tokens is not None else estimate_tokens(record.prompt)
-        )
+        tokens_in = record.prompt_tokens if record.prompt_tokens is not None else estimate_tokens(record.prompt)
         tokens_out = (
-            record.completion_tokens
-            if record.completion_tokens is not None
-            else estimate_tokens(record.response)
+            record.completion_tokens if record.completion_tokens is not None else estimate_tokens(record.response)
         )
         cost = cost_from_prices(tokens_in, tokens_out, prices[record.model])
         report.costs_computed += 1

@@ -34,14 +34,10 @@ def check_api_base(api_base: str) -> None:
 
 def check_model_string(model: str) -> None:
     if not model.strip() or any(ch.isspace() for ch in model):
-        raise Invalid(
-            "model", "model must be a litellm model string without spaces, e.g. openai/gpt-4o-mini."
-        )
+        raise Invalid("model", "model must be a litellm model string without spaces, e.g. openai/gpt-4o-mini.")
 
 
-def _apply(
-    row: Any, changes: dict[str, Any], fields: set[str], nullable: frozenset[str] = frozenset()
-) -> None:
+def _apply(row: Any, changes: dict[str, Any], fields: set[str], nullable: frozenset[str] = frozenset()) -> None:
     """Set the changed `fields` on `row`; null is refused where the column holds no null."""
     for field in sorted(fields & changes.keys()):
         if changes[field] is None and field not in nullable:
@@ -72,9 +68,7 @@ def _delete(row: Any, what: str) -> None:
         with transaction.atomic():
             row.delete()
     except ProtectedError:
-        raise Conflict(
-            f"{what} is used by existing runs and cannot be deleted; disable it instead."
-        ) from None
+        raise Conflict(f"{what} is used by existing runs and cannot be deleted; disable it instead.") from None
 
 
 @transaction.atomic
@@ -141,9 +135,7 @@ def endpoint_delete(*, endpoint_id: int) -> None:
 def primitive_create(
     *, name: str, description: str = "", parameters: dict[str, Any] | None = None, needs_tools: bool = False
 ) -> Primitive:
-    primitive = Primitive(
-        name=name, description=description, parameters=parameters or {}, needs_tools=needs_tools
-    )
+    primitive = Primitive(name=name, description=description, parameters=parameters or {}, needs_tools=needs_tools)
     _save_unique(primitive, f"A primitive named {name!r} already exists.")
     return primitive
 

@@ -51,12 +51,8 @@ def run_create(
     task = Task.objects.filter(pk=task_id).first()
     if task is None or not can_view_task(owner, task):
         raise NotFound(f"Task {task_id} does not exist.")
-    if not Admissibility.objects.filter(
-        endpoint__pool_id=pool_id, allowed=True, endpoint__enabled=True
-    ).exists():
-        raise Invalid(
-            "pool_id", f"Pool {pool_id} does not exist or has no admissible (model, primitive) pair."
-        )
+    if not Admissibility.objects.filter(endpoint__pool_id=pool_id, allowed=True, endpoint__enabled=True).exists():
+        raise Invalid("pool_id", f"Pool {pool_id} does not exist or has no admissible (model, primitive) pair.")
     config = policy_config or {}
     check_policy(policy, config)
     run = Run.objects.create(
@@ -86,9 +82,7 @@ def run_cancel(*, user: User, run_id: int) -> Run:
     cancelled = Attempt.objects.filter(node__run=run, status=AttemptStatus.QUEUED).update(
         status=AttemptStatus.CANCELLED, error_kind="cancelled", error_message=reason, finished_at=now
     )
-    Node.objects.filter(run=run, status__in=[NodeStatus.PENDING, NodeStatus.READY]).update(
-        status=NodeStatus.CANCELLED
-    )
+    Node.objects.filter(run=run, status__in=[NodeStatus.PENDING, NodeStatus.READY]).update(status=NodeStatus.CANCELLED)
     run.status, run.end_reason, run.finished_at = RunStatus.CANCELLED, reason, now
     run.save(update_fields=["status", "end_reason", "finished_at"])
     run_event_append(

@@ -76,12 +76,9 @@ def task_create_composite(*, owner: User, items: list[tuple[str, str]], text: st
             }
         )
     domains = {
-        RecordedOutcome.objects.filter(source=s, item_id=i).values_list("domain", flat=True)[0]
-        for s, i in items
+        RecordedOutcome.objects.filter(source=s, item_id=i).values_list("domain", flat=True)[0] for s, i in items
     }
-    body = text or "Answer each part:\n\n" + "\n\n".join(
-        f"Part {n}: {p['prompt']}" for n, p in enumerate(parts, 1)
-    )
+    body = text or "Answer each part:\n\n" + "\n\n".join(f"Part {n}: {p['prompt']}" for n, p in enumerate(parts, 1))
     check_task_text(body[: settings.ORCHESTRA_MAX_TASK_CHARS])
     return Task.objects.create(
         owner=owner,
@@ -89,7 +86,5 @@ def task_create_composite(*, owner: User, items: list[tuple[str, str]], text: st
         benchmark="composite",
         domain=domains.pop() if len(domains) == 1 else "",
         decomposable=True,
-        metadata={
-            "items": [{**p, "recorded_pairs": [list(pair) for pair in p["recorded_pairs"]]} for p in parts]
-        },
+        metadata={"items": [{**p, "recorded_pairs": [list(pair) for pair in p["recorded_pairs"]]} for p in parts]},
     )

@@ -162,9 +162,7 @@ LOGGING = {
     "disable_existing_loggers": False,
     "filters": {"skip_health_probe": {"()": "studio.logfilters.SkipHealthProbe"}},
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
-    "handlers": {
-        "console": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["skip_health_probe"]}
-    },
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["skip_health_probe"]}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
     "loggers": {
         # Django's own default handlers would print every record a second time.

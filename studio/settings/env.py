@@ -86,9 +86,7 @@ def redis_settings(redis_url: str) -> dict[str, Any]:
         db = parse_qs(parts.query).get("db", ["0"])[0]
         celery_url = f"redis+socket://{parts.path}?virtual_host={db}"
     else:
-        raise ImproperlyConfigured(
-            f"REDIS_URL must start with redis://, rediss:// or unix://, not {parts.scheme}://."
-        )
+        raise ImproperlyConfigured(f"REDIS_URL must start with redis://, rediss:// or unix://, not {parts.scheme}://.")
     return {
         "REDIS_URL": redis_url,
         "CELERY_BROKER_URL": celery_url,

@@ -12,7 +12,5 @@ from workers.celery import QUEUES, app
 
 @pytest.fixture
 def celery_worker() -> Iterator[object]:
-    with start_worker(
-        app, pool="threads", concurrency=8, queues=list(QUEUES), perform_ping_check=False
-    ) as worker:
+    with start_worker(app, pool="threads", concurrency=8, queues=list(QUEUES), perform_ping_check=False) as worker:
         yield worker

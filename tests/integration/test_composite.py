@@ -20,9 +20,7 @@ from tests.factories import UserFactory
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
 
-def recorded(
-    item: str, model: str, response: str, score: float, cost: str, primitive: str = "direct"
-) -> None:
+def recorded(item: str, model: str, response: str, score: float, cost: str, primitive: str = "direct") -> None:
     record = OutcomeRecord(
         "demo", item, "test", "gsm8k", "math", f"question {item}", "1", model, primitive, response, score,
         20, 5, float(cost), None,
@@ -58,9 +56,7 @@ def replay_pool() -> int:
     return replay_pool_ensure(pool_name="replay-test", pairs=pairs, prices=prices).pk
 
 
-def test_a_composite_task_runs_its_items_in_parallel_on_replay(
-    celery_worker: object, replay_pool: int
-) -> None:
+def test_a_composite_task_runs_its_items_in_parallel_on_replay(celery_worker: object, replay_pool: int) -> None:
     owner = UserFactory()
     task = task_create_composite(owner=owner, items=[("demo", "d.1"), ("demo", "d.2"), ("demo", "d.3")])
     run = wait_for_run(run_create(owner=owner, task_id=task.pk, pool_id=replay_pool).pk)
@@ -68,7 +64,7 @@ def test_a_composite_task_runs_its_items_in_parallel_on_replay(
     assert run.status == "succeeded", run.end_reason
     # Each item went to its cheapest recorded pair: d.1 and d.2 on 'small', d.3 on 'large' only.
     nodes = {n.key: n for n in Node.objects.filter(run=run).select_related("endpoint")}
-    assert {k: nodes[k].endpoint.name for k in ("root.item1", "root.item2", "root.item3")} == {
+    assert {k: getattr(nodes[k].endpoint, "name", None) for k in ("root.item1", "root.item2", "root.item3")} == {
         "root.item1": "small", "root.item2": "small", "root.item3": "large",
     }  # fmt: skip
     assert run.verification["method"] == "composite"
@@ -80,14 +76,14 @@ def test_a_composite_task_runs_its_items_in_parallel_on_replay(
     assert len(queued) == 3 and max(queued) < min(finished)  # all three dispatched at once
 
 
-def test_rerunning_a_node_with_another_pair_updates_the_answer(
-    celery_worker: object, replay_pool: int
-) -> None:
+def test_rerunning_a_node_with_another_pair_updates_the_answer(celery_worker: object, replay_pool: int) -> None:
     owner = UserFactory()
     task = task_create_composite(owner=owner, items=[("demo", "d.1"), ("demo", "d.2")])
     run = wait_for_run(run_create(owner=owner, task_id=task.pk, pool_id=replay_pool).pk)
     assert run.verification["correct"] is False
-    large = Node.objects.get(run=run, key="root.item1").endpoint.pool.endpoints.get(name="large")
+    large = Node.objects.get(run=run, key="root.item1").endpoint
+    assert large is not None
+    large = large.pool.endpoints.get(name="large")
 
     node_rerun(user=owner, run_id=run.pk, node_key="root.item2", endpoint_id=large.pk, primitive="direct")
     deadline = time.monotonic() + 20

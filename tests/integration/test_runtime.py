@@ -63,18 +63,14 @@ class Calculator:
         return Reply(status=400, content=f"unscripted prompt: {user[:80]}")
 
 
-def make_pool(
-    server: ScriptedOpenAI, name: str = "scripted", primitives: tuple[str, ...] = ("direct", "plan")
-) -> Any:
+def make_pool(server: ScriptedOpenAI, name: str = "scripted", primitives: tuple[str, ...] = ("direct", "plan")) -> Any:
     pool = PoolFactory()
     endpoint = endpoint_create(
         pool_id=pool.pk, name=name, model="openai/scripted", api_base=server.base_url, api_key="sk-test",
         input_cost_per_mtok=1, output_cost_per_mtok=1,
     )  # fmt: skip
     for primitive in primitives:
-        Admissibility.objects.create(
-            endpoint=endpoint, primitive=Primitive.objects.get_or_create(name=primitive)[0]
-        )
+        Admissibility.objects.create(endpoint=endpoint, primitive=Primitive.objects.get_or_create(name=primitive)[0])
     return pool
 
 
@@ -126,9 +122,7 @@ async def test_a_dag_runs_in_parallel_streams_live_and_replays_on_reconnect(cele
     finished = await database_sync_to_async(Run.objects.get)(pk=run.pk)
     assert finished.status == "succeeded", "\n".join(f"{e['type']} {e['payload']}" for e in live)
     assert finished.final_answer == "56"
-    keys = await database_sync_to_async(
-        lambda: sorted(Node.objects.filter(run=run).values_list("key", flat=True))
-    )()
+    keys = await database_sync_to_async(lambda: sorted(Node.objects.filter(run=run).values_list("key", flat=True)))()
     assert keys == ["root", "root.a", "root.aggregate", "root.b", "root.c", "root.d"]
 
     # Every event, in order, no gaps, no duplicates.
@@ -145,9 +139,7 @@ async def test_a_dag_runs_in_parallel_streams_live_and_replays_on_reconnect(cele
         for e in live
         if e["type"] == "attempt.queued" and e["payload"]["key"] in {"root.a", "root.b", "root.c"}
     ]
-    first_back = min(
-        e["seq"] for e in live if e["type"] == "attempt.finished" and e["payload"]["node"] != "root"
-    )
+    first_back = min(e["seq"] for e in live if e["type"] == "attempt.finished" and e["payload"]["node"] != "root")
     assert len(queued) == 3 and max(queued) < first_back
     arrivals = sorted(calculator.arrivals.values())
     assert arrivals[-1] - arrivals[0] < calculator.delay_s

@@ -82,9 +82,7 @@ def test_default_policy_retries_transient_errors_then_repairs() -> None:
     policy = make_policy("default", {"retries": 1})
     once = root(attempts=(AttemptView(CHEAP, "error", "rate_limit"),))
     assert policy.act(observe(once)) == Solve("root", CHEAP)
-    twice = root(
-        attempts=(AttemptView(CHEAP, "error", "rate_limit"), AttemptView(CHEAP, "error", "rate_limit"))
-    )
+    twice = root(attempts=(AttemptView(CHEAP, "error", "rate_limit"), AttemptView(CHEAP, "error", "rate_limit")))
     assert policy.act(observe(twice)) == Repair("root", DEAR)
     permanent = root(attempts=(AttemptView(CHEAP, "error", "auth"),))
     assert policy.act(observe(permanent)) == Repair("root", DEAR)

@@ -35,9 +35,7 @@ def test_session_write_needs_csrf(make_user) -> None:
     assert "CSRF" in refused.json()["detail"]
 
     token = client.get("/api/auth/csrf").json()["csrf_token"]
-    accepted = client.post(
-        "/api/tasks", body, content_type="application/json", headers={"X-CSRFToken": token}
-    )
+    accepted = client.post("/api/tasks", body, content_type="application/json", headers={"X-CSRFToken": token})
     assert accepted.status_code == 201
 
 
@@ -74,9 +72,7 @@ def test_login_and_logout(make_user) -> None:
 def test_login_without_csrf_is_refused(make_user) -> None:
     make_user(username="x")
     client = Client(enforce_csrf_checks=True)
-    response = client.post(
-        "/api/auth/login", {"username": "x", "password": "pw"}, content_type="application/json"
-    )
+    response = client.post("/api/auth/login", {"username": "x", "password": "pw"}, content_type="application/json")
     assert response.status_code == 403
 
 

@@ -46,9 +46,7 @@ def test_unknown_ids_are_404(admin_api: Api) -> None:
 
 def test_invalid_payload_is_422_naming_the_field(admin_api: Api) -> None:
     pool = PoolFactory()
-    response = admin_api.post(
-        f"/pools/{pool.pk}/endpoints", {"name": "m", "model": "x", "input_cost_per_mtok": -1}
-    )
+    response = admin_api.post(f"/pools/{pool.pk}/endpoints", {"name": "m", "model": "x", "input_cost_per_mtok": -1})
     assert response.status_code == 422
     assert response.json_body["errors"][0]["field"] == "input_cost_per_mtok"
     assert "input_cost_per_mtok" in response.json_body["detail"]
@@ -63,9 +61,7 @@ def test_null_for_a_required_field_is_422(admin_api: Api) -> None:
 
 def test_bad_api_base_is_422(admin_api: Api) -> None:
     pool = PoolFactory()
-    response = admin_api.post(
-        f"/pools/{pool.pk}/endpoints", {"name": "m", "model": "x", "api_base": "ftp://x"}
-    )
+    response = admin_api.post(f"/pools/{pool.pk}/endpoints", {"name": "m", "model": "x", "api_base": "ftp://x"})
     assert response.status_code == 422
     assert response.json_body["field"] == "api_base"
 
@@ -98,9 +94,7 @@ def test_endpoint_key_is_encrypted_and_never_returned(admin_api: Api) -> None:
     bodies.append(admin_api.patch(f"/endpoints/{endpoint_id}", {"enabled": False}).content)
     bodies.append(admin_api.get("/openapi.json").content)
     # A validation error must not echo the key back either.
-    bodies.append(
-        admin_api.post(f"/pools/{pool.pk}/endpoints", {"model": "m", "api_key": PLANTED_KEY}).content
-    )
+    bodies.append(admin_api.post(f"/pools/{pool.pk}/endpoints", {"model": "m", "api_key": PLANTED_KEY}).content)
     for body in bodies:
         assert PLANTED_KEY.encode() not in body
 

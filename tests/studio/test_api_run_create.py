@@ -11,9 +11,7 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def pool_id() -> int:
     endpoint = EndpointFactory()
-    Admissibility.objects.create(
-        endpoint=endpoint, primitive=Primitive.objects.get_or_create(name="direct")[0]
-    )
+    Admissibility.objects.create(endpoint=endpoint, primitive=Primitive.objects.get_or_create(name="direct")[0])
     return endpoint.pool_id
 
 
@@ -60,9 +58,7 @@ def test_bad_run_requests_are_4xx(
     response = api_as(user=me).post("/runs", body)
     assert response.status_code == status, response.json_body
     if field is not None:
-        fields = [e["field"] for e in response.json_body.get("errors", [])] or [
-            response.json_body.get("field")
-        ]
+        fields = [e["field"] for e in response.json_body.get("errors", [])] or [response.json_body.get("field")]
         assert field in fields
     assert Run.objects.count() == 0
 
@@ -102,10 +98,7 @@ def test_rerun_validates_the_node_and_pair(api_as, make_user, pool_id: int) -> N
     run = RunFactory(task=TaskFactory(owner=me), pool_id=pool_id, status="succeeded")
     Node.objects.create(run=run, key="root", kind="root", text="t", status="succeeded")
     api = api_as(user=me)
-    assert (
-        api.post(f"/runs/{run.pk}/nodes/nope/rerun", {"endpoint_id": 1, "primitive": "direct"}).status_code
-        == 404
-    )
+    assert api.post(f"/runs/{run.pk}/nodes/nope/rerun", {"endpoint_id": 1, "primitive": "direct"}).status_code == 404
     bad_pair = api.post(f"/runs/{run.pk}/nodes/root/rerun", {"endpoint_id": 999999, "primitive": "direct"})
     assert bad_pair.status_code == 422
     assert "not an admissible pair" in bad_pair.json_body["detail"]

@@ -11,9 +11,7 @@ pytestmark = pytest.mark.django_db
 
 def test_create_and_read_a_task(api_as) -> None:
     api = api_as(Role.VIEWER)
-    created = api.post(
-        "/tasks", {"text": "What is 12*7?", "gold_answer": "84", "domain": "math", "benchmark": "gsm8k"}
-    )
+    created = api.post("/tasks", {"text": "What is 12*7?", "gold_answer": "84", "domain": "math", "benchmark": "gsm8k"})
     assert created.status_code == 201
     task_id = created.json_body["id"]
     detail = api.get(f"/tasks/{task_id}").json_body

@@ -9,9 +9,7 @@ pytestmark = pytest.mark.django_db
 
 def test_health_without_a_worker_is_503_and_says_so(anonymous_api, monkeypatch) -> None:
     # No worker listens on the broker in this test, so the broadcast ping gets no reply.
-    monkeypatch.setattr(
-        "studio.health.check_worker", lambda: {"ok": False, "error": "No Celery worker answered."}
-    )
+    monkeypatch.setattr("studio.health.check_worker", lambda: {"ok": False, "error": "No Celery worker answered."})
     response = anonymous_api.get("/health")
     assert response.status_code == 503
     body = response.json_body

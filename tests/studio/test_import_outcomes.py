@@ -65,10 +65,7 @@ def test_import_creates_records_endpoints_and_pairs(outcomes_file: Path, tmp_pat
         ("small-model", "replay/small-model"),
     ]
     assert endpoints[1].input_cost_per_mtok == Decimal("1.0")
-    pairs = {
-        (a.endpoint.name, a.primitive.name)
-        for a in Admissibility.objects.select_related("endpoint", "primitive")
-    }
+    pairs = {(a.endpoint.name, a.primitive.name) for a in Admissibility.objects.select_related("endpoint", "primitive")}
     assert pairs == {("big-model", "direct"), ("small-model", "direct"), ("small-model", "cot")}
 
 

@@ -87,9 +87,7 @@ def test_up_serves_stops_and_keeps_data(tmp_path: Path) -> None:
         assert health["db"]["ok"] and health["redis"]["ok"] and health["worker"]["ok"]
         api = client(base, "admin", password)
         body = json.dumps({"text": "kept across restarts"}).encode()
-        created = json.loads(
-            api.open(urllib.request.Request(f"{base}/api/tasks", body, method="POST")).read()
-        )
+        created = json.loads(api.open(urllib.request.Request(f"{base}/api/tasks", body, method="POST")).read())
     finally:
         assert first.stop() == 0
     assert "Stopped; the embedded services' data is kept in" in "".join(first.lines)

@@ -129,18 +129,14 @@ class ScriptedOpenAI:
                 if reply.raw_body is not None:
                     self._send(reply.status, reply.raw_body, reply.headers)
                 elif reply.status >= 400:
-                    error = {
-                        "error": {"message": reply.content or f"scripted {reply.status}", "type": "scripted"}
-                    }
+                    error = {"error": {"message": reply.content or f"scripted {reply.status}", "type": "scripted"}}
                     self._send(reply.status, json.dumps(error).encode(), reply.headers)
                 else:
                     self._send(200, json.dumps(_completion_body(body, reply)).encode(), reply.headers)
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
-        self.thread = threading.Thread(
-            target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
+        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
 
     @property
     def base_url(self) -> str:

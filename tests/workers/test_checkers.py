@@ -150,9 +150,7 @@ def test_a_wrong_solution_fails_with_the_failing_assert() -> None:
 
 
 def test_exiting_early_does_not_pass_the_tests() -> None:
-    result = check(
-        "humaneval", "    import sys\n    sys.exit(0)\n", HUMANEVAL_ITEM["test"], item=HUMANEVAL_ITEM
-    )
+    result = check("humaneval", "    import sys\n    sys.exit(0)\n", HUMANEVAL_ITEM["test"], item=HUMANEVAL_ITEM)
     at_import = check(
         "humaneval",
         "import os\nos._exit(0)\ndef add(x, y):\n    return 0\n",
@@ -191,9 +189,7 @@ def test_mbpp_tests_that_call_themselves() -> None:
 def test_mbpp_with_a_list_of_asserts() -> None:
     tests = ["assert volume_cube(3) == 27", "assert volume_cube(1) == 1"]
 
-    assert check(
-        "mbpp", "def volume_cube(l):\n    return l ** 3", tests, item={"entry_point": "volume_cube"}
-    ).passed
+    assert check("mbpp", "def volume_cube(l):\n    return l ** 3", tests, item={"entry_point": "volume_cube"}).passed
 
 
 MAROON = 'spotify.play(artist="Maroon 5", duration=15)'
@@ -255,9 +251,7 @@ def test_bfcl_dicts_lists_and_booleans() -> None:
     gold = [
         {
             "db.fetch": {
-                "conditions": [
-                    {"department": ["Science"], "school": ["Bluebird High School", "Bluebird HS"]}
-                ],
+                "conditions": [{"department": ["Science"], "school": ["Bluebird High School", "Bluebird HS"]}],
                 "columns": [["name", "age"]],
                 "distinct": [True],
             }

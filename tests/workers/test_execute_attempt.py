@@ -30,9 +30,7 @@ def worker() -> Iterator[object]:
         yield w
 
 
-def make_attempt(
-    model: str, api_base: str = "", primitive: str = "direct", request: dict | None = None
-) -> Attempt:
+def make_attempt(model: str, api_base: str = "", primitive: str = "direct", request: dict | None = None) -> Attempt:
     pool = PoolFactory()
     endpoint = endpoint_create(
         pool_id=pool.pk, name="m", model=model, api_base=api_base, api_key=PLANTED_KEY if api_base else None,

@@ -69,9 +69,7 @@ def test_retries_stop_at_the_limit() -> None:
         (Reply(status=401, content="bad key"), "auth"),
         (Reply(status=400, content="bad request: unknown field"), "bad_request"),
         (
-            Reply(
-                status=400, content="This model's maximum context length is 4097 tokens, you requested 9000"
-            ),
+            Reply(status=400, content="This model's maximum context length is 4097 tokens, you requested 9000"),
             "context_length",
         ),
         (Reply(status=404, content="no such model"), "not_found"),
@@ -100,9 +98,7 @@ def test_truncated_json_is_a_server_error() -> None:
 
 def test_retry_after_is_honoured() -> None:
     waits: list[float] = []
-    with ScriptedOpenAI(
-        sequence([Reply(status=429, headers={"Retry-After": "3"}), Reply(content="ok")])
-    ) as server:
+    with ScriptedOpenAI(sequence([Reply(status=429, headers={"Retry-After": "3"}), Reply(content="ok")])) as server:
         config = EndpointConfig(model="openai/scripted", api_base=server.base_url, api_key="k")
         llm = LLMClient(config, sleep=waits.append)
         llm.complete(USER)

@@ -34,9 +34,7 @@ def test_all_primitives_are_registered() -> None:
 
 
 def test_direct() -> None:
-    with ScriptedOpenAI(
-        lambda body: Reply(content=" Paris ", prompt_tokens=12, completion_tokens=3)
-    ) as server:
+    with ScriptedOpenAI(lambda body: Reply(content=" Paris ", prompt_tokens=12, completion_tokens=3)) as server:
         envelope = run_primitive("direct", llm_for(server), PrimitiveInput(prompt="Capital of France?"))
     assert envelope.status == "ok"
     assert envelope.answer == "Paris"
@@ -55,9 +53,7 @@ def test_cot_extracts_the_final_answer() -> None:
 
 def test_self_consistency_votes_over_k_samples_and_sums_usage() -> None:
     answers = ["Answer: 12", "Answer: 12.0", "Answer: 13", "Answer: 12", "Answer: 11"]
-    with ScriptedOpenAI(
-        sequence(Reply(content=a, prompt_tokens=10, completion_tokens=4) for a in answers)
-    ) as server:
+    with ScriptedOpenAI(sequence(Reply(content=a, prompt_tokens=10, completion_tokens=4) for a in answers)) as server:
         envelope = run_primitive(
             "self_consistency", llm_for(server), PrimitiveInput(prompt="q"), {"k": 5, "temperature": 0.9}
         )
@@ -155,17 +151,13 @@ def test_a_provider_error_becomes_an_error_envelope_with_usage_so_far() -> None:
 
 def test_a_timeout_becomes_a_timeout_envelope() -> None:
     with ScriptedOpenAI(lambda body: Reply(content="x", delay_s=1)) as server:
-        envelope = run_primitive(
-            "direct", llm_for(server, timeout_s=0.2, max_retries=0), PrimitiveInput(prompt="q")
-        )
+        envelope = run_primitive("direct", llm_for(server, timeout_s=0.2, max_retries=0), PrimitiveInput(prompt="q"))
     assert envelope.status == "timeout"
     assert envelope.error_kind == "timeout"
 
 
 def test_an_unknown_primitive_is_a_clear_error() -> None:
-    envelope = run_primitive(
-        "telepathy", LLMClient(EndpointConfig(model="openai/x")), PrimitiveInput(prompt="q")
-    )
+    envelope = run_primitive("telepathy", LLMClient(EndpointConfig(model="openai/x")), PrimitiveInput(prompt="q"))
     assert envelope.error_kind == "bad_request"
     assert "telepathy" in (envelope.error_message or "")
 

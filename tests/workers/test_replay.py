@@ -30,9 +30,7 @@ def store() -> replay.MemoryStore:
             record(),
             record(item_id="demo.2", prompt="Spell cat.", response="c-a-t", score=0.0, cost_usd=0.5),
             record(primitive="cot", response="2+2 is 4.\nAnswer: 4", cost_usd=0.02),
-            record(
-                item_id="demo.3", prompt="no text", response=None, prompt_tokens=None, completion_tokens=None
-            ),
+            record(item_id="demo.3", prompt="no text", response=None, prompt_tokens=None, completion_tokens=None),
         ]
     )
     replay.install(store)
@@ -40,9 +38,7 @@ def store() -> replay.MemoryStore:
 
 
 def test_replay_by_prompt_returns_the_recording(store: replay.MemoryStore) -> None:
-    response = litellm.completion(
-        model="replay/gpt-x", messages=[{"role": "user", "content": "What is 2+2?"}]
-    )
+    response = litellm.completion(model="replay/gpt-x", messages=[{"role": "user", "content": "What is 2+2?"}])
     assert response.choices[0].message.content == "4"
     assert response.usage.prompt_tokens == 7
     assert response._hidden_params["replay"]["score"] == 1.0
@@ -73,9 +69,7 @@ def test_no_recording_fails_clearly_and_is_not_retried(store: replay.MemoryStore
     with pytest.raises(ProviderError):
         llm.complete([{"role": "user", "content": "What is 2+2?"}], primitive="self_consistency")
     with pytest.raises(ProviderError):
-        LLMClient(EndpointConfig(model="replay/other-model")).complete(
-            [{"role": "user", "content": "What is 2+2?"}]
-        )
+        LLMClient(EndpointConfig(model="replay/other-model")).complete([{"role": "user", "content": "What is 2+2?"}])
 
 
 def test_a_record_without_text_replays_its_score_without_inventing_text(store: replay.MemoryStore) -> None:

@@ -239,9 +239,7 @@ def test_an_infinite_loop_times_out() -> None:
 
 
 def test_sleeping_forever_times_out() -> None:
-    result = run_python(
-        "import time\nprint('start', flush=True)\ntime.sleep(600)", limits=SandboxLimits(wall_s=1)
-    )
+    result = run_python("import time\nprint('start', flush=True)\ntime.sleep(600)", limits=SandboxLimits(wall_s=1))
 
     assert (result.status, result.error_kind) == ("timeout", "timeout")
     assert result.stdout == "start\n"  # output before the kill is kept
@@ -264,9 +262,7 @@ def test_a_memory_bomb_is_stopped() -> None:
 
 
 def test_a_large_file_is_refused() -> None:
-    result = run_python(
-        "open('big.bin', 'wb').write(b'x' * 3 * 1024 * 1024)", limits=SandboxLimits(file_mb=1)
-    )
+    result = run_python("open('big.bin', 'wb').write(b'x' * 3 * 1024 * 1024)", limits=SandboxLimits(file_mb=1))
 
     assert (result.status, result.error_kind) == ("error", "file_limit")
 

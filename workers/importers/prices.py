@@ -53,9 +53,7 @@ def build_prices(shared: Path) -> Prices:
         ROUTERARENA: routerarena.prices(shared / "routerarena"),
     }
     return {
-        model: tables[origin][key]
-        for model, (origin, key) in sorted(PRICE_ORIGINS.items())
-        if key in tables[origin]
+        model: tables[origin][key] for model, (origin, key) in sorted(PRICE_ORIGINS.items()) if key in tables[origin]
     }
 
 

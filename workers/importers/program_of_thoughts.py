@@ -64,9 +64,7 @@ RUNS = (
 )
 
 
-def records(
-    src: Path, *, prices: Prices | None = None, log: ImportLog | None = None
-) -> Iterator[OutcomeRecord]:
+def records(src: Path, *, prices: Prices | None = None, log: ImportLog | None = None) -> Iterator[OutcomeRecord]:
     log = log if log is not None else ImportLog()
     listed = {run.path for run in RUNS}
     for path in sorted(src.glob("outputs/*.jsonl")):

@@ -57,9 +57,7 @@ RUNS = (
         "reflexion",
     ),
     Run("runs/simple_mbpp_py/mbpp-py._simple_1_gpt-4_pass_at_k_1_py.jsonl", "mbpp", "gpt-4", "direct"),
-    Run(
-        "runs/reflexion_mbpp_py/mbpp-py._reflexion_5_gpt-4_pass_at_k_1_py.jsonl", "mbpp", "gpt-4", "reflexion"
-    ),
+    Run("runs/reflexion_mbpp_py/mbpp-py._reflexion_5_gpt-4_pass_at_k_1_py.jsonl", "mbpp", "gpt-4", "reflexion"),
     Run(
         "runs/simple_leetcode_python3_gpt4/leetcode-hard-py-40-uncontaminated._simple_1_gpt-4_pass_at_k_1_py.jsonl",
         "leetcode-hard",
@@ -93,9 +91,7 @@ DUPLICATE_RUNS = (
 )
 
 
-def records(
-    src: Path, *, prices: Prices | None = None, log: ImportLog | None = None
-) -> Iterator[OutcomeRecord]:
+def records(src: Path, *, prices: Prices | None = None, log: ImportLog | None = None) -> Iterator[OutcomeRecord]:
     log = log if log is not None else ImportLog()
     _log_unlisted(src, log)
     for run in RUNS:
@@ -132,9 +128,7 @@ def _record(run: Run, row: dict[str, Any], prices: Prices, log: ImportLog) -> Ou
     response = row.get("solution") or None
     if response is None:
         log.notes["empty solution kept (response null)"] += 1
-    usage = (
-        estimated_usage(run.model, row["prompt"], response, prices) if run.primitive == "direct" else Usage()
-    )
+    usage = estimated_usage(run.model, row["prompt"], response, prices) if run.primitive == "direct" else Usage()
     return OutcomeRecord(
         source=SOURCE,
         item_id=item_id(run.benchmark, row),

@@ -50,9 +50,7 @@ def gsm8k_gold(path: Path) -> dict[str, str]:
     return {row["question"]: row["answer"].rsplit("####", 1)[-1].strip() for row in read_jsonl(path)}
 
 
-def gsm8k_records(
-    path: Path, gold: dict[str, str], prices: Prices, log: ImportLog
-) -> Iterator[OutcomeRecord]:
+def gsm8k_records(path: Path, gold: dict[str, str], prices: Prices, log: ImportLog) -> Iterator[OutcomeRecord]:
     with path.open(newline="", encoding="utf-8") as handle:
         reader = csv.DictReader(handle)
         fields = reader.fieldnames or []

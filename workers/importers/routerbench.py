@@ -49,9 +49,7 @@ def _file_records(path: Path, split: Split, log: ImportLog) -> Iterator[OutcomeR
             yield from _row_records(row, models, split, log)
 
 
-def _row_records(
-    row: dict[str, str], models: list[str], split: Split, log: ImportLog
-) -> Iterator[OutcomeRecord]:
+def _row_records(row: dict[str, str], models: list[str], split: Split, log: ImportLog) -> Iterator[OutcomeRecord]:
     sample_id, benchmark = row["sample_id"], row["eval_name"]
     if benchmark not in DOMAINS:
         raise ValueError(f"{sample_id}: no domain for eval_name {benchmark!r}")
@@ -73,9 +71,7 @@ def _row_records(
             gold=None,
             model=model,
             primitive="direct",
-            response=decode_text(response_cell, what=f"{sample_id} {model}", log=log)
-            if response_cell
-            else None,
+            response=decode_text(response_cell, what=f"{sample_id} {model}", log=log) if response_cell else None,
             score=float(score_cell),
             prompt_tokens=None,
             completion_tokens=None,

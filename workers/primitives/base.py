@@ -49,9 +49,7 @@ def primitive(name: str, *, extract: Extract) -> Callable[[Body], Body]:
 
 def replayed(llm: LLMClient, name: str, task: PrimitiveInput) -> Envelope:
     """A recorded primitive run: the recording is the primitive's whole output."""
-    completion = llm.complete(
-        [{"role": "user", "content": task.prompt}], primitive=name, item_id=task.item_id
-    )
+    completion = llm.complete([{"role": "user", "content": task.prompt}], primitive=name, item_id=task.item_id)
     recording = completion.recording or {}
     output = completion.text
     return Envelope(
@@ -77,9 +75,7 @@ def run_primitive(name: str, llm: LLMClient, task: PrimitiveInput, params: Param
     try:
         envelope = replayed(llm, name, task) if llm.is_replay else body(llm, task, params or {})
     except ProviderError as error:
-        envelope = Envelope.failure(
-            error.kind, error.message, status="timeout" if error.kind == "timeout" else "error"
-        )
+        envelope = Envelope.failure(error.kind, error.message, status="timeout" if error.kind == "timeout" else "error")
     except Exception as exc:  # a bug in a primitive must not take the worker down
         log.exception("primitive %s failed", name)
         envelope = Envelope.failure("unknown", f"{type(exc).__name__}: {exc}"[:500])

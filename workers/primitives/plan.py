@@ -27,9 +27,7 @@ def plan(llm: LLMClient, task: PrimitiveInput, params: Params) -> Envelope:
             specs = parse_plan(second.text)
             repaired = True
         except PlanError as again:
-            envelope = Envelope.failure(
-                "parse", f"The planner's plan was invalid twice: {error}; then {again}."
-            )
+            envelope = Envelope.failure("parse", f"The planner's plan was invalid twice: {error}; then {again}.")
             envelope.output = second.text
             envelope.artifacts = {"first_error": str(error), "second_error": str(again)}
             return envelope

@@ -38,9 +38,7 @@ def program(llm: LLMClient, task: PrimitiveInput, params: Params) -> Envelope:
         envelope = Envelope.failure("sandbox", result.error_message or "The program failed.")
         envelope.output, envelope.artifacts = completion.text, artifacts
         return envelope
-    return Envelope(
-        status="ok", output=result.stdout, answer=last_printed_line(result.stdout), artifacts=artifacts
-    )
+    return Envelope(status="ok", output=result.stdout, answer=last_printed_line(result.stdout), artifacts=artifacts)
 
 
 # The same primitive without few-shot examples; recorded separately (Program-of-Thoughts).

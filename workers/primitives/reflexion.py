@@ -46,6 +46,4 @@ def reflexion(llm: LLMClient, task: PrimitiveInput, params: Params) -> Envelope:
             {"role": "user", "content": REFLECT.format(feedback=feedback(result))},
         ]
     passed = bool(history[-1]["passed"])
-    return Envelope(
-        status="ok", output=text, answer=code, artifacts={"tries": history, "tests_passed": passed}
-    )
+    return Envelope(status="ok", output=text, answer=code, artifacts={"tries": history, "tests_passed": passed})

@@ -104,15 +104,9 @@ def tool_use(llm: LLMClient, task: PrimitiveInput, params: Params) -> Envelope:
             answer = json.dumps([{"name": name, "arguments": args} for name, args in external])
             trace.append({"calls": [{"name": n, "arguments": a} for n, a in external]})
             return Envelope(status="ok", output=answer, answer=answer, artifacts={"trace": trace})
-        messages.append(
-            {"role": "assistant", "content": completion.text or None, "tool_calls": completion.tool_calls}
-        )
+        messages.append({"role": "assistant", "content": completion.text or None, "tool_calls": completion.tool_calls})
         for call_id, name, arguments in calls:
-            result = (
-                "error: the arguments are not valid JSON"
-                if arguments is None
-                else run_builtin(name, arguments)
-            )
+            result = "error: the arguments are not valid JSON" if arguments is None else run_builtin(name, arguments)
             trace.append({"tool": name, "arguments": arguments, "result": result[:1000]})
             messages.append({"role": "tool", "tool_call_id": call_id, "content": result})
     envelope = Envelope.failure("parse", f"No final answer after {max_steps} tool steps.")

@@ -30,6 +30,4 @@ def verify(llm: LLMClient, task: PrimitiveInput, params: Params) -> Envelope:
         envelope = Envelope.failure("parse", "The critic gave no 'VERDICT: correct|incorrect' line.")
         envelope.output = completion.text
         return envelope
-    return Envelope(
-        status="ok", output=completion.text, answer=found, artifacts={"verdict": found == "correct"}
-    )
+    return Envelope(status="ok", output=completion.text, answer=found, artifacts={"verdict": found == "correct"})

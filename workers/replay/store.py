@@ -38,13 +38,9 @@ def recording_from(record: OutcomeRecord) -> Recording:
         primitive=record.primitive,
         response=record.response,
         score=record.score,
-        prompt_tokens=record.prompt_tokens
-        if record.prompt_tokens is not None
-        else estimate_tokens(record.prompt),
+        prompt_tokens=record.prompt_tokens if record.prompt_tokens is not None else estimate_tokens(record.prompt),
         completion_tokens=(
-            record.completion_tokens
-            if record.completion_tokens is not None
-            else estimate_tokens(record.response)
+            record.completion_tokens if record.completion_tokens is not None else estimate_tokens(record.response)
         ),
         cost_usd=record.cost_usd,
         latency_s=record.latency_s,

@@ -30,8 +30,7 @@ class Command(BaseCommand):
         if generated:
             self.stdout.write(
                 self.style.WARNING(
-                    f"Created admin user {user.username!r} with password {generated!r}. "
-                    "It is shown only this once."
+                    f"Created admin user {user.username!r} with password {generated!r}. It is shown only this once."
                 )
             )
         else:

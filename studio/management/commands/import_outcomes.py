@@ -32,9 +32,7 @@ class Command(BaseCommand):
         parser.add_argument(
             "--prices", type=Path, help="JSON map model -> {input_per_mtok, output_per_mtok}, for null costs"
         )
-        parser.add_argument(
-            "--pool", default="replay-demo", help="the pool of replay endpoints (default: replay-demo)"
-        )
+        parser.add_argument("--pool", default="replay-demo", help="the pool of replay endpoints (default: replay-demo)")
         parser.add_argument("--force", action="store_true", help="load files again even if already imported")
         parser.add_argument("--no-progress", action="store_true", help="no progress bars")
 
@@ -48,9 +46,7 @@ class Command(BaseCommand):
             raise CommandError(exc.message) from None
         total = 0
         for path in options["files"]:
-            bar = (
-                None if options["no_progress"] else tqdm(total=count_lines(path), desc=path.name, unit="rec")
-            )
+            bar = None if options["no_progress"] else tqdm(total=count_lines(path), desc=path.name, unit="rec")
             try:
                 report = outcomes_import(
                     path=path,

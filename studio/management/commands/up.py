@@ -118,11 +118,7 @@ class Command(BaseCommand):
             SERVICES_FILE.unlink(missing_ok=True)
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
-        where = (
-            f"the embedded services' data is kept in {data_dir}"
-            if services.env
-            else "data stays in your servers"
-        )
+        where = f"the embedded services' data is kept in {data_dir}" if services.env else "data stays in your servers"
         self.stdout.write(f"Stopped; {where}.")
 
     def _refuse_second_up(self) -> None:
@@ -179,17 +175,13 @@ class Command(BaseCommand):
         while time.monotonic() < deadline:
             dead = first_exited(children)
             if dead is not None:
-                raise CommandError(
-                    f"The {dead.name} process exited (code {dead.process.returncode}); see above."
-                )
+                raise CommandError(f"The {dead.name} process exited (code {dead.process.returncode}); see above.")
             status, report = _health(url)
             if status == 200:
                 return
             time.sleep(0.25)
         down = [name for name in ("db", "redis", "worker") if not report.get(name, {}).get("ok")]
-        raise CommandError(
-            f"Not healthy after {HEALTH_TIMEOUT_S} s: {', '.join(down) or 'web'} not ok ({report})."
-        )
+        raise CommandError(f"Not healthy after {HEALTH_TIMEOUT_S} s: {', '.join(down) or 'web'} not ok ({report}).")
 
     def _supervise(self, children: list[Child]) -> None:
         while True:

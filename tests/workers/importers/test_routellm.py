@@ -11,9 +11,7 @@ PRICES = {"gpt-4-1106-preview": {"input_per_mtok": 10.0, "output_per_mtok": 30.0
 
 def test_gsm8k_rows_with_gold_and_estimated_cost(shared: Path) -> None:
     records = list(
-        routellm.records(
-            shared / "routellm", prices=PRICES, gsm8k_test=shared / "benchmarks" / "gsm8k" / "test.jsonl"
-        )
+        routellm.records(shared / "routellm", prices=PRICES, gsm8k_test=shared / "benchmarks" / "gsm8k" / "test.jsonl")
     )
     gsm8k = [r for r in records if r.benchmark == "gsm8k"]
 
@@ -52,8 +50,5 @@ def test_mt_bench_turns_are_cut_from_the_judge_prompt(shared: Path) -> None:
     assert haiku.response == "Soft rain on the roof\nwhispers to the sleeping town\npuddles hold the sky"
     assert (haiku.domain, haiku.split, haiku.cost_usd) == ("chat", None, None)
     second = records[2]
-    assert (
-        second.prompt
-        == "### User:\nWhat is 2 + 2?\n\n### Assistant A:\n2 + 2 = 4.\n\n### User:\nAnd times 3?"
-    )
+    assert second.prompt == "### User:\nWhat is 2 + 2?\n\n### Assistant A:\n2 + 2 = 4.\n\n### User:\nAnd times 3?"
     assert second.response == "4 times 3 is 12."
