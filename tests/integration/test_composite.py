@@ -49,9 +49,9 @@ def replay_pool() -> int:
     recorded("d.2", "large", "Answer: 2", 1.0, "0.010")
     recorded("d.3", "large", "Answer: 3", 1.0, "0.010")
     pairs = {(r.model, r.primitive) for r in RecordedOutcome.objects.all()}
-    prices = {
+    prices: dict[str, dict[str, float]] = {
         "small": {"input_per_mtok": 0.1, "output_per_mtok": 0.1},
-        "large": {"input_per_mtok": 5, "output_per_mtok": 5},
+        "large": {"input_per_mtok": 5.0, "output_per_mtok": 5.0},
     }
     return replay_pool_ensure(pool_name="replay-test", pairs=pairs, prices=prices).pk
 
