@@ -494,7 +494,9 @@ def _error(out: _Collected, limits: SandboxLimits) -> tuple[str | None, str | No
         return kinds[0], messages[kinds[0]]
     if out.exit_code < 0:
         sig = -out.exit_code
-        if sig in (signal.SIGKILL, signal.SIGXCPU) and out.cpu_s >= limits.cpu_s - 0.05:
+        # Only RLIMIT_CPU sends SIGXCPU; a SIGKILL counts as the CPU limit when the time says so
+        # (the kernel's follow-up kill a second after SIGXCPU).
+        if sig == signal.SIGXCPU or (sig == signal.SIGKILL and out.cpu_s >= limits.cpu_s - 0.05):
             return "cpu", f"The program used more than {limits.cpu_s} s of CPU time and was stopped."
         name = signal.Signals(sig).name if sig in signal.valid_signals() else str(sig)
         if sig == signal.SIGKILL:

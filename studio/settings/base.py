@@ -148,6 +148,9 @@ ORCHESTRA_PROVIDER_TIMEOUT_S = env_int("ORCHESTRA_PROVIDER_TIMEOUT_S", 60)
 ORCHESTRA_PROVIDER_MAX_RETRIES = env_int("ORCHESTRA_PROVIDER_MAX_RETRIES", 3)
 # Simulated latency of replay/ calls: off, recorded, fixed:S, uniform:A,B, or recorded+uniform:A,B.
 ORCHESTRA_REPLAY_LATENCY: str = env_str("ORCHESTRA_REPLAY_LATENCY", "off") or "off"
+# The OpenAI-compatible endpoint: the pool a request without `pool` runs on, and how long it waits.
+ORCHESTRA_DEFAULT_POOL: str = env_str("ORCHESTRA_DEFAULT_POOL", "replay-demo") or "replay-demo"
+ORCHESTRA_OPENAI_WAIT_S = env_int("ORCHESTRA_OPENAI_WAIT_S", 300)
 
 NINJA_PAGINATION_PER_PAGE = 50
 NINJA_PAGINATION_MAX_LIMIT = 200
