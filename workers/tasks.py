@@ -52,5 +52,7 @@ def execute_attempt(attempt_id: int) -> None:
 def run_step(run_id: int) -> None:
     """One step of a run's state machine (see studio.services.engine). Idempotent."""
     from studio.services.engine import run_step as step
+    from studio.services.scheduling import step_started
 
+    step_started(run_id)
     step(run_id=run_id)

@@ -15,6 +15,7 @@ from orchestrator.envelope import Envelope
 from studio.crypto import decrypt_secret
 from studio.models import Attempt, AttemptStatus, Node, Run
 from studio.services.events import run_event_append
+from studio.services.scheduling import step_request
 
 log = logging.getLogger(__name__)
 
@@ -114,8 +115,6 @@ def attempt_finish(*, attempt_id: int, envelope: Envelope) -> bool:
             "error_message": envelope.error_message,
         },
     )
-    from workers.tasks import run_step
-
     run_id = attempt.node.run_id
-    transaction.on_commit(lambda: run_step.delay(run_id))
+    transaction.on_commit(lambda: step_request(run_id))
     return True

@@ -13,6 +13,7 @@ from studio.errors import Conflict, Invalid, NotFound
 from studio.models import Admissibility, Attempt, AttemptStatus, Node, NodeStatus, Run, RunStatus, Task, User
 from studio.permissions import can_view_run, can_view_task
 from studio.services.events import run_event_append
+from studio.services.scheduling import step_request
 
 PRESETS = {"cheap": 1.0, "balanced": 0.5, "best": 0.0}
 
@@ -27,9 +28,7 @@ def check_policy(name: str, config: dict[str, Any]) -> None:
 
 
 def _enqueue_step(run_id: int) -> None:
-    from workers.tasks import run_step
-
-    transaction.on_commit(lambda: run_step.delay(run_id))
+    transaction.on_commit(lambda: step_request(run_id))
 
 
 @transaction.atomic

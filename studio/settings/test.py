@@ -29,3 +29,6 @@ CELERY_TASK_SOFT_TIME_LIMIT = 50
 # Serve static files straight from the apps, without collectstatic.
 WHITENOISE_USE_FINDERS = True
 STATIC_ROOT = None
+
+# A fresh cache namespace per test session: run ids restart with each test database.
+CACHES["default"]["KEY_PREFIX"] = f"orchestra-test-{__import__('uuid').uuid4().hex[:8]}"  # noqa: F405
