@@ -5,7 +5,8 @@
 - Another decomposable task is planned once with the planner pair; if the planner fails,
   the task is solved directly.
 - A ready node is solved with the preferred pair: the first of `pairs` in the config that
-  is admissible (and, for a recorded item, recorded for it), else the cheapest admissible.
+  is admissible (and, for a recorded item, recorded for it), else the cheapest admissible
+  by its endpoint's prices (endpoints without prices come last).
 - A failed attempt is retried on the same pair up to `retries` times when its error was
   transient, then repaired with the next pair not yet tried. The engine gives up on a
   node after its attempt limit.
@@ -15,6 +16,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -58,6 +60,9 @@ class DefaultConfig:
 
 
 def _price(pair: Pair) -> float:
+    """Input plus output $/M tokens; an unknown price sorts last (unknown is not free)."""
+    if pair.input_cost_per_mtok is None and pair.output_cost_per_mtok is None:
+        return math.inf
     return (pair.input_cost_per_mtok or 0.0) + (pair.output_cost_per_mtok or 0.0)
 
 

@@ -163,3 +163,11 @@ def test_planner_parses_a_plan_also_inside_a_fence() -> None:
 def test_planner_rejects_bad_plans_with_a_reason(reply: str, reason: str) -> None:
     with pytest.raises(PlanError, match=reason):
         parse_plan(reply)
+
+
+def test_an_endpoint_without_prices_is_not_taken_for_free() -> None:
+    unpriced = Pair(PairRef(3, "direct"), "openai/unknown")
+    observation = Observation(
+        task_text="t", decomposable=False, nodes=(root(),), budget_left=Budget(), pairs=(unpriced, *PAIRS)
+    )
+    assert make_policy("default").act(observation) == Solve("root", CHEAP)
