@@ -1,0 +1,1 @@
+"""Benchmark scripts; see bench/README.md."""

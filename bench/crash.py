@@ -1,0 +1,263 @@
+"""Crash recovery: kill -9 a Celery worker while 20 runs are in flight, restart it, count the damage.
+
+    .venv/bin/python bench/crash.py [--runs 20] [--items 8] [--kill-after 1.0,2.0] [--visibility-timeout 10]
+
+Two workers (prefork, 4 processes each, queues orchestrator and workers) run `--runs`
+composite replay tasks of `--items` recorded items, with a simulated replay latency of
+0.3 s per call (ORCHESTRA_REPLAY_LATENCY=fixed:0.3), so the runs take several seconds.
+`--kill-after` seconds after the runs are created, worker A's whole process group (main
+process and pool children) gets SIGKILL; a second later A starts again. Each value of
+`--kill-after` is one trial with fresh workers and runs: at 1 s the workers are still
+creating the runs' subtasks and dispatching their attempts, at 2 s mostly running them.
+The Redis broker redelivers the messages A held unacknowledged once the visibility timeout
+passes: the bench sets it to `--visibility-timeout` seconds through bench/celery_app.py
+(BENCH_VISIBILITY_TIMEOUT), because the studio's settings cannot set it (default: 1 hour).
+
+Printed, then checked:
+- runs finished (goal: all), runs ended otherwise or still in flight, with reasons;
+- attempts whose provider call ran twice: the workers log each call's attempt id as it
+  starts (BENCH_CALL_LOG), so a call cut short by the kill counts (goal: only the calls under
+  way in A when it died are made again); attempt.finished events
+  per attempt (goal: one per finished attempt); runs whose cost_usd differs from the sum of
+  their attempts' cost_usd (goal: 0, nothing billed twice);
+- event sequence gaps per run (goal: 0).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.harness import (  # noqa: E402
+    DATA_DIR,
+    TERMINAL,
+    BenchEnvironment,
+    bench_environment,
+    bench_user,
+    code_version,
+    composite_tasks,
+    load_average,
+    replay_pool,
+    verdict,
+    wait_runs,
+)
+
+
+@dataclass
+class Damage:
+    statuses: Counter[str]
+    other_runs: list[str]  # "run N: status: reason" for each run that did not succeed
+    calls: Counter[int]  # provider calls started per attempt id
+    in_flight_at_kill: set[int]  # attempts running (in A or B) when A was killed
+    in_killed_worker: set[int]  # of those, the ones whose provider call was under way in A
+    finished_events: Counter[int]  # attempt.finished events per attempt id
+    finished_attempts: set[int]
+    misbilled_runs: list[str]
+    sequence_gaps: int
+    runs_with_gaps: int
+
+
+def read_call_log(path: Path, what: str) -> list[tuple[int, int, float]]:
+    """(attempt id, pid, unix time) of each `what` line ("call" or "published")."""
+    if not path.exists():
+        return []
+    rows = []
+    for line in path.read_text().splitlines():
+        kind, attempt, pid, when = line.split()
+        if kind == what:
+            rows.append((int(attempt), int(pid), float(when)))
+    return rows
+
+
+def _run_line(run_id: int, status: str, reason: str, published: set[int]) -> str:
+    from studio.models import Attempt
+
+    if status in TERMINAL:
+        return f"run {run_id}: {status}: {reason}"
+    attempts = list(Attempt.objects.filter(node__run_id=run_id).values_list("pk", "status"))
+    queued = [pk for pk, status in attempts if status == "queued"]
+    sent = sum(1 for pk in queued if pk in published)
+    return (
+        f"run {run_id}: still {status}; its attempts: {dict(Counter(status for _, status in attempts))}; "
+        f"of the {len(queued)} queued, {sent} were ever sent to the broker by a worker"
+    )
+
+
+def assess(run_ids: list[int], call_log: Path, in_flight_at_kill: set[int], in_killed_worker: set[int]) -> Damage:
+    from django.db.models import Sum
+
+    from studio.models import Attempt, Run, RunEvent
+
+    runs = list(Run.objects.filter(pk__in=run_ids).order_by("pk"))
+    attempts = Attempt.objects.filter(node__run_id__in=run_ids)
+    billed = dict(attempts.values("node__run_id").annotate(total=Sum("cost_usd")).values_list("node__run_id", "total"))
+    misbilled = [
+        f"run {run.pk}: cost_usd {run.cost_usd} but its attempts sum to {billed.get(run.pk)}"
+        for run in runs
+        if run.cost_usd != (billed.get(run.pk) or 0)
+    ]
+    gaps = 0
+    runs_with_gaps = 0
+    for run in runs:
+        seqs = list(RunEvent.objects.filter(run=run).order_by("seq").values_list("seq", flat=True))
+        missing = len(set(range(1, run.last_seq + 1)) - set(seqs))
+        gaps += missing
+        runs_with_gaps += missing > 0
+    events = RunEvent.objects.filter(run_id__in=run_ids, type="attempt.finished")
+    published = {attempt for attempt, _, _ in read_call_log(call_log, "published")}
+    return Damage(
+        statuses=Counter(run.status for run in runs),
+        other_runs=[
+            _run_line(run.pk, run.status, run.end_reason, published) for run in runs if run.status != "succeeded"
+        ],
+        calls=Counter(attempt for attempt, _, _ in read_call_log(call_log, "call")),
+        in_flight_at_kill=in_flight_at_kill,
+        in_killed_worker=in_killed_worker,
+        finished_events=Counter(int(payload["attempt"]) for payload in events.values_list("payload", flat=True)),
+        finished_attempts=set(attempts.filter(status__in=["ok", "error", "timeout"]).values_list("pk", flat=True)),
+        misbilled_runs=misbilled,
+        sequence_gaps=gaps,
+        runs_with_gaps=runs_with_gaps,
+    )
+
+
+def report(damage: Damage, runs: int, timings: dict[str, float]) -> None:
+    twice = sorted(attempt for attempt, count in damage.calls.items() if count > 1)
+    expected_twice = [attempt for attempt in twice if attempt in damage.in_killed_worker]
+    events_not_once = sorted(
+        attempt for attempt in damage.finished_attempts if damage.finished_events.get(attempt, 0) != 1
+    )
+    succeeded = damage.statuses.get("succeeded", 0)
+    stuck = sum(count for status, count in damage.statuses.items() if status not in TERMINAL)
+    print(
+        f"Runs finished (succeeded): {succeeded} of {runs}; by status: {dict(damage.statuses)}\n"
+        f"Runs ended otherwise or still in flight: {len(damage.other_runs)}"
+    )
+    for line in damage.other_runs:
+        print(f"  {line}")
+    print(
+        f"Attempts running when A was killed: {len(damage.in_flight_at_kill)}, "
+        f"of them in A: {len(damage.in_killed_worker)}\n"
+        f"Provider calls: {sum(damage.calls.values())} for {len(damage.calls)} attempts; "
+        f"attempts whose provider call ran twice or more: {len(twice)} "
+        f"({len(expected_twice)} of them were in flight in the killed worker)\n"
+        f"Finished attempts: {len(damage.finished_attempts)}; with other than exactly one attempt.finished "
+        f"event: {len(events_not_once)}\n"
+        f"Runs whose cost_usd differs from the sum of their attempts' cost_usd: {len(damage.misbilled_runs)}"
+    )
+    for line in damage.misbilled_runs:
+        print(f"  {line}")
+    print(
+        f"Event sequence gaps: {damage.sequence_gaps} (in {damage.runs_with_gaps} runs)\n"
+        f"Timeline: kill at {timings['kill']:.2f} s after the runs were created; A restarted and ready at "
+        f"{timings['ready']:.2f} s; "
+        + (
+            f"first redelivered call at {timings['redelivered']:.2f} s; "
+            if timings["redelivered"] == timings["redelivered"]  # not NaN: there was one
+            else "no call was cut short in A, so none was redelivered; "
+        )
+        + f"{'stopped waiting (timeout)' if stuck else 'the last run ended'} at {timings['ended']:.2f} s."
+    )
+    print(f"Goal: {runs} of {runs} runs finished: {verdict(succeeded == runs)}")
+    print(f"Goal: no attempt billed twice: {verdict(not damage.misbilled_runs and not events_not_once)}")
+    print(
+        "Goal: no provider call repeated beyond the attempts in flight at the kill: "
+        f"{verdict(len(twice) == len(expected_twice))}"
+    )
+    print(f"Goal: 0 event sequence gaps: {verdict(damage.sequence_gaps == 0)}")
+
+
+def trial(
+    bench: BenchEnvironment, pool_id: int, args: argparse.Namespace, kill_after: float, number: int
+) -> tuple[Damage, dict[str, float]]:
+    """One kill: fresh workers A and B, `--runs` runs, SIGKILL to A, restart, wait, assess."""
+    from studio.models import Attempt
+    from studio.services.runs import run_create
+
+    call_log = DATA_DIR / "logs" / f"crash-calls-{number}.log"
+    call_log.unlink(missing_ok=True)
+    env = {
+        "ORCHESTRA_REPLAY_LATENCY": args.latency,
+        "BENCH_VISIBILITY_TIMEOUT": str(args.visibility_timeout),
+        "BENCH_CALL_LOG": str(call_log),
+    }
+    task_ids = composite_tasks(runs=args.runs, items=args.items)
+    a = bench.start_worker(f"bench-crashA{number}-{os.getpid()}", pool="prefork", concurrency=4, env=env)
+    b = bench.start_worker(f"bench-crashB{number}-{os.getpid()}", pool="prefork", concurrency=4, env=env)
+    try:
+        bench.wait_workers_ready([a, b])
+        owner = bench_user()
+        created = time.monotonic()
+        run_ids = [run_create(owner=owner, task_id=task_id, pool_id=pool_id).pk for task_id in task_ids]
+        time.sleep(max(0.0, kill_after - (time.monotonic() - created)))
+        running = Attempt.objects.filter(node__run_id__in=run_ids, status="running")
+        in_flight = set(running.values_list("pk", flat=True))
+        pids_of_a = set(a.pids())
+        a.kill()
+        killed_at, killed_wall = time.monotonic() - created, time.time()
+        print(f"  killed A ({len(in_flight)} attempts running at that moment; {load_average()})", flush=True)
+        time.sleep(1.0)
+        a.start()
+        bench.wait_workers_ready([a])
+        ready_at = time.monotonic() - created
+        statuses = wait_runs(run_ids, timeout_s=args.timeout, poll_s=0.2)
+        ended_at = time.monotonic() - created
+        print(f"  runs by status after {ended_at:.1f} s: {dict(Counter(statuses.values()))}; {load_average()}")
+    finally:
+        for worker in (a, b):
+            worker.stop()
+        bench.purge_queues()
+    calls = read_call_log(call_log, "call")
+    # Attempts whose provider call was under way in A when it died.
+    in_a = {attempt for attempt, pid, when in calls if pid in pids_of_a and when < killed_wall and attempt in in_flight}
+    damage = assess(run_ids, call_log, in_flight, in_a)
+    later = [when - killed_wall for attempt, _, when in calls if attempt in in_a and when > killed_wall]
+    return damage, {
+        "kill": killed_at,
+        "ready": ready_at,
+        "redelivered": killed_at + min(later) if later else float("nan"),
+        "ended": ended_at,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=20)
+    parser.add_argument("--items", type=int, default=8, help="recorded items (subtasks) per run")
+    parser.add_argument("--latency", default="fixed:0.3", help="ORCHESTRA_REPLAY_LATENCY for the workers")
+    parser.add_argument(
+        "--kill-after", default="1.0,2.0", help="seconds after the runs are created; one trial per value"
+    )
+    parser.add_argument("--visibility-timeout", type=int, default=10, help="seconds; Redis redelivery")
+    parser.add_argument("--timeout", type=float, default=60, help="seconds to wait for the runs to end")
+    args = parser.parse_args()
+    kills = [float(value) for value in args.kill_after.split(",")]
+
+    print(
+        f"Crash bench: {args.runs} composite replay runs x {args.items} items (replay latency {args.latency}) "
+        "on two workers A and B (prefork, 4 processes each); SIGKILL to A's process group "
+        f"{' or '.join(f'{k:g}' for k in kills)} s after the runs are created (one trial each), A restarted "
+        f"1 s later; visibility timeout {args.visibility_timeout} s.\n"
+        f"Start: {load_average()}; {code_version()}",
+        flush=True,
+    )
+    results = []
+    with bench_environment() as bench:
+        pool_id = replay_pool()
+        for number, kill_after in enumerate(kills, start=1):
+            print(f"Trial {number}: kill after {kill_after:g} s", flush=True)
+            results.append(trial(bench, pool_id, args, kill_after, number))
+    for number, (damage, timings) in enumerate(results, start=1):
+        print(f"--- Trial {number} (kill after {kills[number - 1]:g} s)")
+        report(damage, args.runs, timings)
+
+
+if __name__ == "__main__":
+    main()

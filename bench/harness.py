@@ -1,0 +1,382 @@
+"""Shared set-up of the bench scripts: services, Django, Celery workers, and cleanup.
+
+    with bench_environment() as env:
+        worker = env.start_worker("w1", pool="threads", concurrency=8)
+        env.wait_workers_ready([worker])
+        ...
+
+`bench_environment` starts embedded PostgreSQL and Redis under .data/bench (only for
+whichever of DATABASE_URL / REDIS_URL is unset), sets Django up (studio.settings.dev with
+DEBUG off, so no query log), migrates and seeds the primitives. On exit it kills every
+worker it started, then stops the embedded services. SIGTERM becomes SystemExit, so a
+killed bench cleans up too; its workers also get SIGTERM if the bench dies (PDEATHSIG).
+
+The workers run `bench.celery_app`: the studio's Celery app plus bench-only settings and
+probes read from the environment (see that module).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA_DIR = ROOT / ".data" / "bench"
+TERMINAL = {"succeeded", "failed", "cancelled"}
+REPLAY_POOL = "bench-replay"
+REPLAY_SOURCE = "routerbench"
+PR_SET_PDEATHSIG = 1
+
+
+def load_average() -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"load {one:.2f} {five:.2f} {fifteen:.2f}"
+
+
+def code_version() -> str:
+    """The commit the bench runs, and whether tracked files differ from it (read-only git)."""
+    git = shutil.which("git")
+    try:
+        if git is None:
+            raise OSError("git not found")
+        commit = subprocess.run(
+            [git, "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True
+        ).stdout.strip()
+        changed = subprocess.run(
+            [git, "status", "--porcelain", "--untracked-files=no"], cwd=ROOT, capture_output=True, text=True
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "code: unknown (no git)"
+    return f"code: {commit}" + (" + uncommitted changes" if changed else "")
+
+
+def percentile(values: Iterable[float], q: float) -> float:
+    """The q-th percentile (0-100), linear between closest ranks."""
+    ordered = sorted(values)
+    if not ordered:
+        return float("nan")
+    if len(ordered) == 1:
+        return ordered[0]
+    return statistics.quantiles(ordered, n=1000, method="inclusive")[max(0, round(q * 10) - 1)]
+
+
+def verdict(met: bool) -> str:
+    return "MET" if met else "NOT MET"
+
+
+def _die_with_parent() -> Callable[[], None]:
+    libc = ctypes.CDLL(None, use_errno=True)
+
+    def set_pdeathsig() -> None:
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+    return set_pdeathsig
+
+
+@dataclass
+class Worker:
+    """One `celery worker` process group (its main process and its pool children)."""
+
+    name: str
+    pool: str
+    concurrency: int
+    queues: str
+    env: dict[str, str]
+    log_path: Path
+    process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        command = [
+            sys.executable, "-m", "celery", "-A", "bench.celery_app", "worker", "-Q", self.queues,
+            "--pool", self.pool, "--concurrency", str(self.concurrency), "-n", f"{self.name}@%h",
+            "--loglevel", "WARNING", "--without-mingle", "--without-gossip",
+        ]  # fmt: skip
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        with self.log_path.open("ab") as log:
+            self.process = subprocess.Popen(
+                command,
+                cwd=ROOT,
+                env=self.env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,  # its own process group: one killpg reaches the children
+                preexec_fn=_die_with_parent(),
+            )
+
+    @property
+    def running(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def pids(self) -> list[int]:
+        import psutil
+
+        if not self.running:
+            return []
+        assert self.process is not None
+        try:
+            root = psutil.Process(self.process.pid)
+            return [root.pid, *(child.pid for child in root.children(recursive=True))]
+        except psutil.NoSuchProcess:
+            return []
+
+    def kill(self) -> None:
+        """SIGKILL the whole worker: the main process and every pool child, at once."""
+        if self.process is None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait()
+
+    def stop(self, grace_s: float = 10.0) -> None:
+        """Warm shutdown (SIGTERM to the main process, which lets the pool finish its tasks),
+        then SIGKILL to the whole group if it is not gone within `grace_s`."""
+        if not self.running:
+            return
+        assert self.process is not None
+        with contextlib.suppress(ProcessLookupError):
+            self.process.send_signal(signal.SIGTERM)
+        try:
+            self.process.wait(timeout=grace_s)
+        except subprocess.TimeoutExpired:
+            self.kill()
+        # Pool children outliving their parent are killed with the group.
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+
+
+@dataclass
+class BenchEnvironment:
+    """What `bench_environment` set up; `env` is what child processes get."""
+
+    env: dict[str, str]
+    embedded_redis: bool
+    postgres_pid: int | None
+    redis_pid: int | None
+    workers: list[Worker] = field(default_factory=list)
+
+    def child_env(self, **extra: str) -> dict[str, str]:
+        return {**self.env, **extra}
+
+    def start_worker(
+        self,
+        name: str,
+        *,
+        pool: str,
+        concurrency: int,
+        queues: str = "orchestrator,workers",
+        env: dict[str, str] | None = None,
+    ) -> Worker:
+        worker = Worker(
+            name=name,
+            pool=pool,
+            concurrency=concurrency,
+            queues=queues,
+            env=self.child_env(**(env or {})),
+            log_path=DATA_DIR / "logs" / f"{name}.log",
+        )
+        worker.start()
+        self.workers.append(worker)
+        return worker
+
+    def wait_workers_ready(self, workers: list[Worker], timeout_s: float = 120.0) -> float:
+        """Block until every worker answers a broadcast ping; return the seconds it took."""
+        from workers.celery import app
+
+        started = time.monotonic()
+        wanted = {f"{worker.name}@" for worker in workers}
+        while time.monotonic() - started < timeout_s:
+            dead = [worker.name for worker in workers if not worker.running]
+            if dead:
+                raise RuntimeError(f"worker {dead[0]} exited; see {DATA_DIR / 'logs'}")
+            replies = app.control.ping(timeout=0.5) or []
+            names = {name.split("@")[0] + "@" for reply in replies for name in reply}
+            if wanted <= names:
+                return time.monotonic() - started
+        raise RuntimeError(f"workers not ready after {timeout_s:.0f} s; see {DATA_DIR / 'logs'}")
+
+    def stop_workers(self) -> None:
+        for worker in self.workers:
+            worker.stop()
+        self.workers.clear()
+
+    def queued_messages(self) -> int:
+        """Messages waiting in the Celery queues (not those a worker has taken)."""
+        import redis
+
+        from workers.celery import QUEUES
+
+        client = redis.Redis.from_url(self.env["REDIS_URL"])
+        # kombu keeps a queue in a Redis list named after it (priority lists get a suffix).
+        keys = [key for queue in QUEUES for key in client.keys(f"{queue}*")]
+        return int(sum(client.llen(key) for key in keys if client.type(key) == b"list"))
+
+    def purge_queues(self) -> None:
+        """Drop queued Celery messages (also unacknowledged ones) left by an earlier bench."""
+        if self.embedded_redis:
+            import redis
+
+            redis.Redis.from_url(self.env["REDIS_URL"]).flushdb()
+        else:
+            from workers.celery import app
+
+            app.control.purge()
+
+
+def _raise_exit(signum: int, frame: FrameType | None) -> None:
+    raise SystemExit(128 + signum)
+
+
+def _configure_environ() -> None:
+    os.environ["DJANGO_SETTINGS_MODULE"] = "studio.settings.dev"
+    os.environ.setdefault("ORCHESTRA_DATA_DIR", str(DATA_DIR))
+    os.environ.setdefault("DEBUG", "false")
+    os.environ.setdefault("LOG_LEVEL", "WARNING")
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+
+
+@contextlib.contextmanager
+def bench_environment() -> Iterator[BenchEnvironment]:
+    """Services, Django and migrations; everything started is stopped on exit."""
+    _configure_environ()
+    from studio import embedded
+
+    previous = signal.signal(signal.SIGTERM, _raise_exit)
+    services = embedded.start_missing(DATA_DIR)
+    bench: BenchEnvironment | None = None
+    try:
+        os.environ.update(services.env)
+        import django
+
+        django.setup()
+        from django.core.management import call_command
+
+        from studio.services.bootstrap import primitives_seed
+
+        call_command("migrate", verbosity=0, interactive=False)
+        primitives_seed()
+        bench = BenchEnvironment(
+            env=dict(os.environ),
+            embedded_redis=services.redis is not None,
+            postgres_pid=services.postgres.get_pid() if services.postgres is not None else None,
+            redis_pid=services.redis.pid if services.redis is not None else None,
+        )
+        bench.purge_queues()
+        yield bench
+    finally:
+        if bench is not None:
+            bench.stop_workers()
+        from django.db import connections
+
+        connections.close_all()
+        services.stop()
+        signal.signal(signal.SIGTERM, previous)
+
+
+def wait_runs(run_ids: list[int], timeout_s: float, poll_s: float = 0.05) -> dict[int, str]:
+    """Poll until every run has ended or the timeout passes; return each run's status."""
+    from studio.models import Run
+
+    deadline = time.monotonic() + timeout_s
+    while True:
+        statuses = dict(Run.objects.filter(pk__in=run_ids).values_list("pk", "status"))
+        if all(status in TERMINAL for status in statuses.values()) or time.monotonic() > deadline:
+            return statuses
+        time.sleep(poll_s)
+
+
+class CpuMeter:
+    """CPU seconds spent by groups of processes (and their exited children) between two reads."""
+
+    def __init__(self, groups: dict[str, Callable[[], list[int]]]) -> None:
+        self.groups = groups
+        self.start = self._read()
+
+    @staticmethod
+    def _cpu(pids: list[int]) -> dict[int, float]:
+        import psutil
+
+        seen: dict[int, float] = {}
+        for pid in pids:
+            with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):
+                times = psutil.Process(pid).cpu_times()
+                seen[pid] = times.user + times.system + times.children_user + times.children_system
+        return seen
+
+    def _read(self) -> dict[str, dict[int, float]]:
+        return {name: self._cpu(pids()) for name, pids in self.groups.items()}
+
+    def read(self) -> dict[str, float]:
+        """CPU seconds per group since this meter was made."""
+        now = self._read()
+        return {
+            name: sum(cpu - self.start[name].get(pid, 0.0) for pid, cpu in now[name].items()) for name in self.groups
+        }
+
+
+def process_tree(pid: int | None) -> Callable[[], list[int]]:
+    def pids() -> list[int]:
+        import psutil
+
+        if pid is None:
+            return []
+        try:
+            root = psutil.Process(pid)
+            return [pid, *(child.pid for child in root.children(recursive=True))]
+        except psutil.NoSuchProcess:
+            return []
+
+    return pids
+
+
+def bench_user(username: str = "bench") -> Any:
+    from studio.models import Role, User
+
+    user, _ = User.objects.get_or_create(username=username, defaults={"role": Role.ADMIN})
+    return user
+
+
+def replay_pool() -> int:
+    """The replay pool of routerbench's recorded outcomes (`manage.py import_outcomes`; a no-op
+    once loaded); return its id."""
+    from django.core.management import call_command
+
+    from studio.models import ModelPool
+
+    path = ROOT / "data" / "outcomes" / f"{REPLAY_SOURCE}.jsonl.gz"
+    with open(os.devnull, "w") as quiet:
+        call_command("import_outcomes", str(path), "--pool", REPLAY_POOL, "--no-progress", stdout=quiet)
+    return int(ModelPool.objects.get(name=REPLAY_POOL).pk)
+
+
+def composite_tasks(*, runs: int, items: int, offset: int = 0) -> list[int]:
+    """`runs` composite tasks (task_create_composite) of `items` distinct recorded items each."""
+    from studio.models import RecordedOutcome
+    from studio.services.tasks import task_create_composite
+
+    ids = list(
+        RecordedOutcome.objects.filter(source=REPLAY_SOURCE)
+        .values_list("item_id", flat=True)
+        .distinct()
+        .order_by("item_id")[offset : offset + runs * items]
+    )
+    if len(ids) < runs * items:
+        raise SystemExit(f"only {len(ids)} recorded items from {offset}; ask for fewer runs or items")
+    owner = bench_user()
+    return [
+        task_create_composite(owner=owner, items=[(REPLAY_SOURCE, i) for i in ids[n * items : (n + 1) * items]]).pk
+        for n in range(runs)
+    ]
