@@ -31,3 +31,13 @@ def preload(**kwargs: Any) -> None:
     """Load litellm and the primitives once in the worker's parent, before it forks, so the
     first attempt of each child does not pay for the imports (seconds)."""
     import workers.execution  # noqa: F401
+
+
+@signals.task_prerun.connect
+@signals.task_postrun.connect
+def drop_stale_connections(**kwargs: Any) -> None:
+    """Connections are reused across tasks (CELERY_DB_REUSE_MAX); close the ones that broke
+    or outlived CONN_MAX_AGE, as Django does around each request."""
+    from django.db import close_old_connections
+
+    close_old_connections()

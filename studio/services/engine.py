@@ -421,6 +421,15 @@ def _decide(state: State) -> None:
             _end(state, RunStatus.FAILED, "no progress: the policy chose nothing and no attempt is in flight")
 
 
+def _dispatch(attempt_ids: list[int]) -> None:
+    if not attempt_ids:
+        return
+    from workers.tasks import execute_attempt
+
+    for attempt_id in attempt_ids:
+        execute_attempt.delay(attempt_id)
+
+
 def run_step(*, run_id: int) -> None:
     """One step of a run. Idempotent: a finished run, or one already up to date, is left as is."""
     with transaction.atomic():
@@ -431,6 +440,9 @@ def run_step(*, run_id: int) -> None:
         if run.status in TERMINAL:
             return
         state = _load(run)
+        # Registered first, so the attempts go out right after COMMIT, ahead of the events'
+        # notifications: a worker killed in between loses as little as possible.
+        transaction.on_commit(lambda: _dispatch(state.dispatch))
         if run.status == RunStatus.PENDING:
             _start(state)
         _absorb(state)
@@ -440,8 +452,3 @@ def run_step(*, run_id: int) -> None:
             _end(state, RunStatus.FAILED, reason)
         else:
             _decide(state)
-        dispatch = list(state.dispatch)
-        if dispatch:
-            from workers.tasks import execute_attempt
-
-            transaction.on_commit(lambda: [execute_attempt.delay(attempt_id) for attempt_id in dispatch])

@@ -135,7 +135,11 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 # With acks_late, a task whose worker died is redelivered after this many seconds (Redis broker).
+# Keep it above CELERY_TASK_TIME_LIMIT: a task still running when it passes is delivered twice.
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 3600)}
+# Celery's Django fixup closes database connections around every task unless told to reuse
+# them; a new PostgreSQL session per task cost about a third of the throughput (bench/throughput.py).
+CELERY_DB_REUSE_MAX = env_int("CELERY_DB_REUSE_MAX", 1000)
 
 # Provider API keys are encrypted at rest with these Fernet keys (comma-separated;
 # the first encrypts, all decrypt, so keys can be rotated).
