@@ -11,11 +11,12 @@ import pytest
 from orchestrator.outcomes import OutcomeRecord, prompt_key
 from orchestrator.policies import register
 from orchestrator.protocol import Action, Observation, PairRef, Solve
-from studio.models import Node, RecordedOutcome, Run, RunEvent
+from studio.models import Node, RecordedOutcome, RunEvent
 from studio.services.outcomes import replay_pool_ensure
 from studio.services.runs import node_rerun, run_create
 from studio.services.tasks import task_create, task_create_composite
 from tests.factories import UserFactory
+from tests.support.runs import wait_for_run
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
@@ -30,16 +31,6 @@ def recorded(item: str, model: str, response: str, score: float, cost: str, prim
         prompt=record.prompt, prompt_sha256=prompt_key(record.prompt), gold="1", model=model, primitive=primitive,
         response=response, score=score, prompt_tokens=20, completion_tokens=5, cost_usd=Decimal(cost),
     )  # fmt: skip
-
-
-def wait_for_run(run_id: int, timeout: float = 30) -> Run:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        run = Run.objects.get(pk=run_id)
-        if run.status in {"succeeded", "failed", "cancelled"}:
-            return run
-        time.sleep(0.05)
-    raise AssertionError(f"run {run_id} still running")
 
 
 @pytest.fixture

@@ -24,6 +24,7 @@ from studio.models import Admissibility, ModelPool, Primitive, Run, Task, User
 from studio.services.pools import endpoint_create
 from studio.services.tokens import token_create
 from tests.factories import PoolFactory, UserFactory
+from tests.support.runs import wait_for_run
 from tests.support.scripted_openai import Reply, ScriptedOpenAI, last_user
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
@@ -78,16 +79,6 @@ def post_chat(token: str | None, body: Any) -> Any:
 
 def chat_body(**extra: Any) -> dict[str, Any]:
     return {"model": "orchestra", "messages": [{"role": "user", "content": QUESTION}], **extra}
-
-
-def wait_for_end(run_id: int, timeout: float = 30) -> Run:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        run = Run.objects.get(pk=run_id)
-        if run.status in {"succeeded", "failed", "cancelled"}:
-            return run
-        time.sleep(0.05)
-    raise AssertionError(f"run {run_id} has not ended")
 
 
 # With the official client, on a live server
@@ -343,4 +334,4 @@ def test_a_run_past_the_wait_limit_is_504_naming_the_run(
         assert (error["type"], error["run_id"]) == ("orchestra_run_timeout", run_id)
         assert f"/api/runs/{run_id}" in error["message"]
         # The run goes on and finishes by itself.
-        assert wait_for_end(run_id).final_answer == "late"
+        assert wait_for_run(run_id).final_answer == "late"

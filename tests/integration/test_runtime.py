@@ -23,6 +23,7 @@ from studio.services.pools import endpoint_create
 from studio.services.runs import run_cancel, run_create
 from studio.services.tasks import task_create
 from tests.factories import PoolFactory, UserFactory
+from tests.support.runs import wait_for_run
 from tests.support.scripted_openai import Reply, ScriptedOpenAI, last_user
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
@@ -72,16 +73,6 @@ def make_pool(server: ScriptedOpenAI, name: str = "scripted", primitives: tuple[
     for primitive in primitives:
         Admissibility.objects.create(endpoint=endpoint, primitive=Primitive.objects.get_or_create(name=primitive)[0])
     return pool
-
-
-def wait_for_run(run_id: int, timeout: float = 30) -> Run:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        run = Run.objects.get(pk=run_id)
-        if run.status in {"succeeded", "failed", "cancelled"}:
-            return run
-        time.sleep(0.05)
-    raise AssertionError(f"run {run_id} still {Run.objects.get(pk=run_id).status}")
 
 
 def session_cookie(user: User) -> tuple[bytes, bytes]:
