@@ -112,13 +112,13 @@ class DefaultPolicy:
         return Repair(node.key, untried[0]) if untried else None
 
     def _candidates(self, node: NodeView, observation: Observation) -> list[PairRef]:
-        """Admissible pairs in order of preference; for a recorded item, only recorded pairs."""
+        """Admissible pairs in order of preference; for a recorded item or prompt, recorded pairs."""
         recorded = node.metadata.get("recorded_pairs")
-        allowed = [
-            pair
-            for pair in observation.pairs
-            if recorded is None or [pair.model.removeprefix("replay/"), pair.ref.primitive] in recorded
-        ]
+        allowed = list(observation.pairs)
+        if recorded is not None:
+            # On replay, only a pair with a recording can answer; if none is admissible here,
+            # try the others anyway, so the run fails with replay's own clear error.
+            allowed = [p for p in allowed if [p.model.removeprefix("replay/"), p.ref.primitive] in recorded] or allowed
         if node.kind != "aggregate":
             # Planning is not a way to solve a node.
             allowed = [pair for pair in allowed if pair.ref.primitive != "plan"]

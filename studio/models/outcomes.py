@@ -38,6 +38,7 @@ class RecordedOutcome(models.Model):
             models.Index(fields=["model", "primitive", "item_id"], name="outcome_by_item"),
             models.Index(fields=["model", "primitive", "prompt_sha256"], name="outcome_by_prompt"),
             models.Index(fields=["benchmark"], name="outcome_benchmark"),
+            models.Index(fields=["prompt_sha256"], name="outcome_prompt"),
         ]
 
     def __str__(self) -> str:

@@ -19,6 +19,7 @@ from django.db import transaction
 from django.db.models import Prefetch
 from django.utils import timezone
 
+from orchestrator.outcomes import prompt_key
 from orchestrator.planner import plan_to_json
 from orchestrator.policies import make_policy
 from orchestrator.protocol import (
@@ -33,7 +34,17 @@ from orchestrator.protocol import (
     Wait,
     check_action,
 )
-from studio.models import Attempt, AttemptStatus, Node, NodeKind, NodeStatus, Primitive, Run, RunStatus
+from studio.models import (
+    Attempt,
+    AttemptStatus,
+    Node,
+    NodeKind,
+    NodeStatus,
+    Primitive,
+    RecordedOutcome,
+    Run,
+    RunStatus,
+)
 from studio.services.events import run_event_append
 from studio.services.observation import admissible_pairs, observe
 
@@ -98,10 +109,9 @@ def _start(state: State) -> None:
     run.status, run.started_at = RunStatus.RUNNING, timezone.now()
     run.save(update_fields=["status", "started_at"])
     emit(run, "run.started", policy=run.policy, pool=run.pool_id)
-    item_id = run.task.metadata.get("item_id")
     root = Node.objects.create(
         run=run, key="root", kind=NodeKind.ROOT, text=run.task.text, status=NodeStatus.READY,
-        metadata={"item_id": item_id} if item_id else {},
+        metadata=_recorded(run),
     )  # fmt: skip
     state.nodes.append(root)
     _node_created(run, root, [])
@@ -111,6 +121,22 @@ def _start(state: State) -> None:
         # A step just past the deadline ends the run even if no attempt ever comes back.
         countdown = run.deadline_s + 1
         transaction.on_commit(lambda: run_step_task.apply_async((run.pk,), countdown=countdown))
+
+
+def _recorded(run: Run) -> dict[str, Any]:
+    """For a task that is a recorded item, or whose text is a recorded prompt: which
+    (model, primitive) pairs have a recording, so a policy need not guess on replay."""
+    item_id = run.task.metadata.get("item_id")
+    rows = (
+        RecordedOutcome.objects.filter(item_id=item_id)
+        if item_id
+        else RecordedOutcome.objects.filter(prompt_sha256=prompt_key(run.task.text), prompt=run.task.text)
+    )
+    pairs = sorted({(model, primitive) for model, primitive in rows.values_list("model", "primitive")[:200]})
+    metadata: dict[str, Any] = {"item_id": item_id} if item_id else {}
+    if pairs:
+        metadata["recorded_pairs"] = [list(pair) for pair in pairs]
+    return metadata
 
 
 def _node_created(run: Run, node: Node, depends_on: list[str]) -> None:

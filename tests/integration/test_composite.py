@@ -109,3 +109,15 @@ def test_protocol_violations_are_counted_and_never_executed(celery_worker: objec
     assert run.verification["protocol_violations"] == 3
     assert not Node.objects.get(run=run, key="root").attempts.exists()
     assert RunEvent.objects.filter(run=run, type="protocol.violation").count() == 3
+
+
+def test_a_plain_task_whose_text_is_a_recorded_prompt_goes_to_a_recorded_pair(
+    celery_worker: object, replay_pool: int
+) -> None:
+    owner = UserFactory()
+    task = task_create(owner=owner, text="question d.3")  # recorded on 'large' only; 'small' is cheaper
+    run = wait_for_run(run_create(owner=owner, task_id=task.pk, pool_id=replay_pool).pk)
+    assert run.status == "succeeded", run.end_reason
+    assert run.final_answer == "Answer: 3"
+    assert run.verification == {"method": "recorded_score", "score": 1.0, "correct": True}
+    assert Node.objects.get(run=run, key="root").attempts.count() == 1
