@@ -214,7 +214,7 @@ def main() -> None:
         )
         print(
             f"  {'':>7} appending one event, p50: transaction {result['transaction_p50']:.2f} ms, then "
-            f"the notification after COMMIT (group_send through async_to_sync) {result['notify_p50']:.2f} ms"
+            f"queueing the notification after COMMIT {result['notify_p50']:.2f} ms"
         )
     for result in results:
         rate = f"{result['rate']:g}/s" if result["rate"] else "unpaced"

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from asgiref.sync import async_to_sync
-from channels.layers import get_channel_layer
 from django.db import transaction
 from django.db.models import F
 
 from studio.models import Run, RunEvent
+from studio.notifier import notifier
 
 
 def run_group(run_id: int) -> str:
@@ -27,9 +26,7 @@ def event_message(event: RunEvent) -> dict[str, Any]:
 
 
 def _notify(run_id: int, message: dict[str, Any]) -> None:
-    layer = get_channel_layer()
-    if layer is not None:
-        async_to_sync(layer.group_send)(run_group(run_id), {"type": "run.event", "event": message})
+    notifier.notify(run_group(run_id), {"type": "run.event", "event": message})
 
 
 @transaction.atomic
