@@ -7,11 +7,9 @@ from typing import Any, Literal
 
 Status = Literal["ok", "error", "timeout"]
 
-# Error kinds. Transient ones may be retried; the rest are permanent.
+# Error kinds that may pass if tried again; the others (auth, bad_request, context_length,
+# not_found, no_recording, sandbox, parse, cancelled, unknown) are permanent.
 TRANSIENT_ERRORS = frozenset({"rate_limit", "server_error", "timeout", "connection"})
-PERMANENT_ERRORS = frozenset(
-    {"auth", "bad_request", "context_length", "not_found", "no_recording", "sandbox", "parse", "unknown"}
-)
 
 
 @dataclass

@@ -67,6 +67,16 @@ class OutcomeRecord:
             if value is not None and (isinstance(value, bool) or not isinstance(value, int | float) or value < 0):
                 raise ValueError(f"{name} must be a non-negative number or null")
 
+    @property
+    def tokens_in(self) -> int:
+        """The recorded prompt tokens, else estimated from the prompt."""
+        return self.prompt_tokens if self.prompt_tokens is not None else estimate_tokens(self.prompt)
+
+    @property
+    def tokens_out(self) -> int:
+        """The recorded completion tokens, else estimated from the response."""
+        return self.completion_tokens if self.completion_tokens is not None else estimate_tokens(self.response)
+
     def to_json(self) -> str:
         return json.dumps(asdict(self), ensure_ascii=False, separators=(",", ":"))
 
@@ -131,9 +141,11 @@ def prompt_key(prompt: str) -> str:
 
 def estimate_tokens(text: str | None) -> int:
     """Tokens estimated from length where none were recorded: 4 characters a token."""
-    if not text:
-        return 0
-    return max(1, round(len(text) / CHARS_PER_TOKEN))
+    return tokens_from_chars(len(text) if text else 0)
+
+
+def tokens_from_chars(chars: int) -> int:
+    return max(1, round(chars / CHARS_PER_TOKEN)) if chars else 0
 
 
 def cost_from_prices(prompt_tokens: int, completion_tokens: int, prices: dict[str, float]) -> float:

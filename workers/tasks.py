@@ -11,6 +11,16 @@ from django.db import InterfaceError, OperationalError
 
 from workers.celery import app
 
+# For tasks that are idempotent: acknowledged only when done (a dead worker's task is
+# delivered again), and retried with backoff when the database connection drops.
+REDELIVERABLE: dict[str, Any] = {
+    "acks_late": True,
+    "reject_on_worker_lost": True,
+    "autoretry_for": (OperationalError, InterfaceError),
+    "retry_backoff": True,
+    "max_retries": 5,
+}
+
 
 @app.task(bind=True, name="workers.ping", ignore_result=False, time_limit=10, soft_time_limit=5)
 def ping(self: Task, nonce: str) -> dict[str, Any]:
@@ -19,14 +29,7 @@ def ping(self: Task, nonce: str) -> dict[str, Any]:
     return {"nonce": nonce, "queue": queue, "host": socket.gethostname(), "pid": os.getpid()}
 
 
-@app.task(
-    name="workers.execute_attempt",
-    acks_late=True,
-    reject_on_worker_lost=True,
-    autoretry_for=(OperationalError, InterfaceError),
-    retry_backoff=True,
-    max_retries=5,
-)
+@app.task(name="workers.execute_attempt", **REDELIVERABLE)
 def execute_attempt(attempt_id: int) -> None:
     """Run one attempt of a (model, primitive) pair on a node and record its envelope.
 
@@ -41,14 +44,7 @@ def execute_attempt(attempt_id: int) -> None:
     attempt_finish(attempt_id=attempt_id, envelope=execute(work))
 
 
-@app.task(
-    name="workers.run_step",
-    acks_late=True,
-    reject_on_worker_lost=True,
-    autoretry_for=(OperationalError, InterfaceError),
-    retry_backoff=True,
-    max_retries=5,
-)
+@app.task(name="workers.run_step", **REDELIVERABLE)
 def run_step(run_id: int) -> None:
     """One step of a run's state machine (see studio.services.engine). Idempotent."""
     from studio.services.engine import run_step as step

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from functools import cache
 from typing import Any
 
 from studio.models import Attempt, Node, User
@@ -24,6 +25,7 @@ def run_tree(*, user: User, run_id: int) -> dict[str, Any]:
     for node in nodes:
         children[node.parent_id].append(node)
 
+    @cache
     def subtree(node: Node) -> dict[str, float]:
         totals = {
             "tokens_in": float(node.tokens_in),

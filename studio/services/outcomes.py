@@ -17,7 +17,6 @@ from orchestrator.outcomes import (
     OutcomeFormatError,
     OutcomeRecord,
     cost_from_prices,
-    estimate_tokens,
     prompt_key,
     read_outcomes,
 )
@@ -77,11 +76,7 @@ def load_prices(path: Path | None) -> Prices:
 def _row(record: OutcomeRecord, prices: Prices, report: ImportReport) -> RecordedOutcome:
     cost = record.cost_usd
     if cost is None and record.model in prices:
-        tokens_in = record.prompt_tokens if record.prompt_tokens is not None else estimate_tokens(record.prompt)
-        tokens_out = (
-            record.completion_tokens if record.completion_tokens is not None else estimate_tokens(record.response)
-        )
-        cost = cost_from_prices(tokens_in, tokens_out, prices[record.model])
+        cost = cost_from_prices(record.tokens_in, record.tokens_out, prices[record.model])
         report.costs_computed += 1
     report.models.add(record.model)
     report.pairs.add((record.model, record.primitive))

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from orchestrator.outcomes import CHARS_PER_TOKEN, estimate_tokens, prompt_key
+from django.db.models.functions import Length
+
+from orchestrator.outcomes import estimate_tokens, prompt_key, tokens_from_chars
+from studio.models import RecordedOutcome
 from workers.replay.store import Recording
 
 
@@ -28,10 +31,6 @@ class DatabaseStore:
             return None
 
     def _query(self, model: str, primitive: str, by_item: bool, key: str) -> Recording:
-        from django.db.models.functions import Length
-
-        from studio.models import RecordedOutcome
-
         rows = RecordedOutcome.objects.filter(model=model, primitive=primitive)
         rows = rows.filter(item_id=key) if by_item else rows.filter(prompt_sha256=key)
         row = (
@@ -54,7 +53,7 @@ class DatabaseStore:
             raise _Miss
         prompt_tokens = row["prompt_tokens"]
         if prompt_tokens is None:
-            prompt_tokens = max(1, round(row["prompt_chars"] / CHARS_PER_TOKEN)) if row["prompt_chars"] else 0
+            prompt_tokens = tokens_from_chars(row["prompt_chars"] or 0)
         completion_tokens = row["completion_tokens"]
         if completion_tokens is None:
             completion_tokens = estimate_tokens(row["response"])

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from orchestrator.outcomes import OutcomeRecord, estimate_tokens, prompt_key, read_outcomes
+from orchestrator.outcomes import OutcomeRecord, prompt_key, read_outcomes
 
 
 @dataclass(frozen=True)
@@ -26,10 +26,6 @@ class Recording:
     latency_s: float | None
 
 
-def _or_estimate(tokens: int | None, text: str | None) -> int:
-    return tokens if tokens is not None else estimate_tokens(text)
-
-
 def recording_from(record: OutcomeRecord) -> Recording:
     return Recording(
         source=record.source,
@@ -38,10 +34,8 @@ def recording_from(record: OutcomeRecord) -> Recording:
         primitive=record.primitive,
         response=record.response,
         score=record.score,
-        prompt_tokens=record.prompt_tokens if record.prompt_tokens is not None else estimate_tokens(record.prompt),
-        completion_tokens=(
-            record.completion_tokens if record.completion_tokens is not None else estimate_tokens(record.response)
-        ),
+        prompt_tokens=record.tokens_in,
+        completion_tokens=record.tokens_out,
         cost_usd=record.cost_usd,
         latency_s=record.latency_s,
     )
