@@ -110,8 +110,9 @@ def _install_profile(path: str) -> None:
     execution.execute = _timed("provider", execution.execute)
     # Modules call these by their global names, so replacing the module attribute times every call.
     for module, names in (
-        (engine, ("_load", "_absorb", "_decide", "observe", "_decompose", "_queue_attempt", "run_event_append")),
-        (attempts, ("attempt_start", "attempt_finish", "run_event_append")),
+        (engine, ("_load", "_absorb", "_decide", "observe", "_decompose", "_queue_attempt", "_flush")),
+        (engine, ("run_events_append",)),
+        (attempts, ("attempts_start", "attempts_finish", "run_events_append")),
     ):
         for name in names:
             setattr(module, name, _timed(name, getattr(module, name)))
@@ -162,8 +163,9 @@ def _install_call_log(path: str) -> None:
         return execute(work)
 
     def published(sender: Any = None, body: Any = None, **kwargs: Any) -> None:
-        if sender == "workers.execute_attempt" and body:
-            _log_line(path, "published", body[0][0])  # protocol 2 body: (args, kwargs, embed)
+        if sender == "workers.execute_attempts" and body:
+            for attempt_id in body[0][0]:  # protocol 2 body: (args, kwargs, embed); args: (ids,)
+                _log_line(path, "published", attempt_id)
 
     execution.execute = logged
     signals.after_task_publish.connect(published, weak=False)

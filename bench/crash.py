@@ -186,6 +186,7 @@ def trial(
     env = {
         "ORCHESTRA_REPLAY_LATENCY": args.latency,
         "BENCH_VISIBILITY_TIMEOUT": str(args.visibility_timeout),
+        "CELERY_VISIBILITY_TIMEOUT": str(args.visibility_timeout),  # the settings' stale-attempt rule reads it
         "BENCH_CALL_LOG": str(call_log),
     }
     task_ids = composite_tasks(runs=args.runs, items=args.items)

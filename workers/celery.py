@@ -21,6 +21,7 @@ app.conf.task_queues = [Queue(name, Exchange(name, type="direct"), routing_key=n
 app.conf.task_routes = {
     "workers.ping": {"queue": "workers"},
     "workers.execute_attempt": {"queue": "workers"},
+    "workers.execute_attempts": {"queue": "workers"},
     "workers.run_step": {"queue": "orchestrator"},
 }
 app.autodiscover_tasks(["workers"])

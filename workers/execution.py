@@ -1,37 +1,59 @@
-"""Run one claimed attempt: build the client, run the primitive, return the envelope."""
+"""Run claimed attempts: build the client, run the primitive, return the envelope.
+
+A batch (one Celery message) runs its calls concurrently on this process's thread pool, and
+records each group of calls that have finished in one transaction, as they finish: a slow
+call does not hold back the others' results.
+"""
 
 from __future__ import annotations
 
+import logging
+import os
 import threading
+from collections.abc import Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
+from django.db import close_old_connections
 
 from orchestrator.envelope import Envelope
-from studio.services.attempts import AttemptWork
+from studio.services.attempts import AttemptWork, attempts_finish, attempts_start
 from workers import replay
 from workers.llm import EndpointConfig, LLMClient
 from workers.primitives import PrimitiveInput, run_primitive
 from workers.replay.db_store import DatabaseStore
 
-_replay_lock = threading.Lock()
-_replay_installed = False
+log = logging.getLogger(__name__)
+
+_lock = threading.Lock()
+_store: DatabaseStore | None = None
+_pool: tuple[int, ThreadPoolExecutor] | None = None  # (pid, pool): a forked child makes its own
 
 INPUT_FIELDS = ("prompt", "item_id", "benchmark", "context", "tests", "entry_point", "candidate", "tools")
 
 
-def ensure_replay() -> None:
+def ensure_replay() -> DatabaseStore:
     """Serve `replay/` from Postgres in this process (once)."""
-    global _replay_installed
-    with _replay_lock:
-        if not _replay_installed:
-            latency = replay.Latency.parse(settings.ORCHESTRA_REPLAY_LATENCY)
-            replay.install(DatabaseStore(), latency=latency)
-            _replay_installed = True
+    global _store
+    with _lock:
+        if _store is None:
+            _store = DatabaseStore()
+            replay.install(_store, latency=replay.Latency.parse(settings.ORCHESTRA_REPLAY_LATENCY))
+        return _store
 
 
-def execute(work: AttemptWork) -> Envelope:
-    config = EndpointConfig(
+def _threads() -> ThreadPoolExecutor:
+    global _pool
+    with _lock:
+        if _pool is None or _pool[0] != os.getpid():
+            workers = max(1, settings.ORCHESTRA_ATTEMPT_THREADS)
+            _pool = (os.getpid(), ThreadPoolExecutor(max_workers=workers, thread_name_prefix="attempt"))
+        return _pool[1]
+
+
+def _config(work: AttemptWork) -> EndpointConfig:
+    return EndpointConfig(
         model=work.model,
         api_base=work.api_base or None,
         api_key=work.api_key,
@@ -40,6 +62,10 @@ def execute(work: AttemptWork) -> Envelope:
         timeout_s=float(settings.ORCHESTRA_PROVIDER_TIMEOUT_S),
         max_retries=settings.ORCHESTRA_PROVIDER_MAX_RETRIES,
     )
+
+
+def execute(work: AttemptWork) -> Envelope:
+    config = _config(work)
     if config.is_replay:
         ensure_replay()
     task = PrimitiveInput(**{key: work.request[key] for key in INPUT_FIELDS if key in work.request})
@@ -47,3 +73,44 @@ def execute(work: AttemptWork) -> Envelope:
         return run_primitive(work.primitive, LLMClient(config), task, work.params)
     except SoftTimeLimitExceeded:
         return Envelope.failure("timeout", "The attempt ran past its time limit.", status="timeout")
+
+
+def _execute_in_thread(work: AttemptWork) -> Envelope:
+    try:
+        close_old_connections()  # a replay lookup may use this thread's connection; drop a broken one
+        return execute(work)
+    except Exception as error:  # run_primitive never raises; this guards the set-up around it
+        log.exception("attempt %s failed outside its primitive", work.attempt_id)
+        return Envelope.failure("internal", f"{type(error).__name__}: {error}")
+
+
+def _prefetch(works: Sequence[AttemptWork]) -> None:
+    """One query for the recordings a batch of replay attempts will ask for."""
+    wanted = [
+        (work.model.removeprefix("replay/"), work.primitive, str(work.request["item_id"]))
+        for work in works
+        if work.model.startswith("replay/") and work.request.get("item_id")
+    ]
+    if wanted:
+        ensure_replay().prefetch(wanted)
+
+
+def execute_batch(attempt_ids: Sequence[int]) -> int:
+    """Claim, run and record a batch of attempts; returns how many were recorded. Idempotent:
+    attempts already finished are skipped, each is billed once."""
+    works = attempts_start(attempt_ids=attempt_ids)
+    if not works:
+        return 0
+    _prefetch(works)
+    if len(works) == 1:
+        return len(attempts_finish(results=[(works[0].attempt_id, execute(works[0]))]))
+    futures: dict[Future[Envelope], AttemptWork] = {_threads().submit(_execute_in_thread, w): w for w in works}
+    pending, recorded = set(futures), 0
+    try:
+        while pending:
+            done, pending = wait(pending, return_when=FIRST_COMPLETED)
+            recorded += len(attempts_finish(results=[(futures[f].attempt_id, f.result()) for f in done]))
+    except SoftTimeLimitExceeded:
+        timeout = Envelope.failure("timeout", "The attempt ran past its time limit.", status="timeout")
+        recorded += len(attempts_finish(results=[(futures[f].attempt_id, timeout) for f in pending]))
+    return recorded

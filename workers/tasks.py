@@ -29,19 +29,23 @@ def ping(self: Task, nonce: str) -> dict[str, Any]:
     return {"nonce": nonce, "queue": queue, "host": socket.gethostname(), "pid": os.getpid()}
 
 
-@app.task(name="workers.execute_attempt", **REDELIVERABLE)
-def execute_attempt(attempt_id: int) -> None:
-    """Run one attempt of a (model, primitive) pair on a node and record its envelope.
+@app.task(name="workers.execute_attempts", **REDELIVERABLE)
+def execute_attempts(attempt_ids: list[int]) -> None:
+    """Run a batch of attempts of (model, primitive) pairs and record their envelopes.
 
     Idempotent, so safe with acks_late: a finished attempt is neither run nor billed again.
     """
-    from studio.services.attempts import attempt_finish, attempt_start
-    from workers.execution import execute
+    from workers.execution import execute_batch
 
-    work = attempt_start(attempt_id=attempt_id)
-    if work is None:
-        return
-    attempt_finish(attempt_id=attempt_id, envelope=execute(work))
+    execute_batch(attempt_ids)
+
+
+@app.task(name="workers.execute_attempt", **REDELIVERABLE)
+def execute_attempt(attempt_id: int) -> None:
+    """Run one attempt (a batch of one; see execute_attempts)."""
+    from workers.execution import execute_batch
+
+    execute_batch([attempt_id])
 
 
 @app.task(name="workers.run_step", **REDELIVERABLE)

@@ -1,20 +1,24 @@
-"""Running one attempt: claim it, then record its envelope exactly once."""
+"""Running attempts: claim them, then record each envelope exactly once, in batches."""
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-from django.db import transaction
+from django.conf import settings
+from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
 from orchestrator.envelope import Envelope
 from studio.crypto import decrypt_secret
 from studio.models import Attempt, AttemptStatus, Node, Run
-from studio.services.events import run_event_append
+from studio.services.bulk import rows_update
+from studio.services.events import run_events_append
 from studio.services.scheduling import step_request
 
 log = logging.getLogger(__name__)
@@ -41,68 +45,92 @@ def _price(value: Decimal | None) -> float | None:
     return float(value) if value is not None else None
 
 
-@transaction.atomic
-def attempt_start(*, attempt_id: int) -> AttemptWork | None:
-    """Claim an attempt to run. None when it is gone or already finished (a redelivered
-    task then neither runs nor bills it again)."""
-    attempt = (
-        Attempt.objects.select_for_update(of=("self",))
-        .select_related("endpoint", "primitive", "node")
-        .filter(pk=attempt_id)
-        .first()
-    )
-    if attempt is None:
-        log.warning("attempt %s no longer exists; nothing to run", attempt_id)
-        return None
-    if attempt.status in FINISHED:
-        log.info("attempt %s already finished (%s); not running it again", attempt_id, attempt.status)
-        return None
-    attempt.status = AttemptStatus.RUNNING
-    attempt.started_at = timezone.now()
-    attempt.save(update_fields=["status", "started_at"])
+def _work(attempt: Attempt, keys: dict[int, str | None]) -> AttemptWork:
     endpoint = attempt.endpoint
-    request = {"prompt": attempt.node.text, **attempt.request}
+    if endpoint.pk not in keys:  # decrypt each endpoint's key once per batch
+        keys[endpoint.pk] = decrypt_secret(endpoint.api_key_encrypted) if endpoint.api_key_encrypted else None
     return AttemptWork(
         attempt_id=attempt.pk,
         model=endpoint.model,
         api_base=endpoint.api_base,
-        api_key=decrypt_secret(endpoint.api_key_encrypted) if endpoint.api_key_encrypted else None,
+        api_key=keys[endpoint.pk],
         input_cost_per_mtok=_price(endpoint.input_cost_per_mtok),
         output_cost_per_mtok=_price(endpoint.output_cost_per_mtok),
         primitive=attempt.primitive.name,
         params={**attempt.primitive.parameters, **attempt.request.get("params", {})},
-        request=request,
+        request={"prompt": attempt.node.text, **attempt.request},
     )
 
 
+def _claimable(attempt: Attempt, stale_before: datetime) -> bool:
+    """Queued, or running but started so long ago that its worker must be dead."""
+    if attempt.status == AttemptStatus.QUEUED:
+        return True
+    started = attempt.started_at
+    return attempt.status == AttemptStatus.RUNNING and (started is None or started < stale_before)
+
+
 @transaction.atomic
-def attempt_finish(*, attempt_id: int, envelope: Envelope) -> bool:
-    """Record the envelope and bill it to the node and the run, unless another delivery
-    of the same attempt already did (then return False and change nothing)."""
-    attempt = Attempt.objects.select_for_update(of=("self",)).select_related("node").filter(pk=attempt_id).first()
-    if attempt is None or attempt.status in FINISHED:
-        return False
-    cost = Decimal(repr(envelope.cost_usd))
-    attempt.status = AttemptStatus(envelope.status)
-    attempt.envelope = envelope.to_dict()
-    attempt.tokens_in, attempt.tokens_out = envelope.tokens_in, envelope.tokens_out
-    attempt.cost_usd, attempt.latency_s = cost, envelope.latency_s
-    attempt.error_kind = envelope.error_kind or ""
-    attempt.error_message = envelope.error_message or ""
-    attempt.finished_at = timezone.now()
-    attempt.save()
-    totals = {
-        "tokens_in": F("tokens_in") + envelope.tokens_in,
-        "tokens_out": F("tokens_out") + envelope.tokens_out,
-        "cost_usd": F("cost_usd") + cost,
-        "latency_s": F("latency_s") + envelope.latency_s,
-    }
-    Node.objects.filter(pk=attempt.node_id).update(**totals)
-    Run.objects.filter(pk=attempt.node.run_id).update(**totals)
-    run_event_append(
-        run_id=attempt.node.run_id,
-        type="attempt.finished",
-        payload={
+def attempts_start(*, attempt_ids: Sequence[int], stale_after_s: float | None = None) -> list[AttemptWork]:
+    """Claim attempts to run, in two statements. Left out: those gone, finished, or running
+    elsewhere (started less than `stale_after_s` ago; default ORCHESTRA_ATTEMPT_STALE_S).
+    So a message delivered twice neither runs nor bills an attempt twice, while one whose
+    worker died mid-call runs it again."""
+    stale = settings.ORCHESTRA_ATTEMPT_STALE_S if stale_after_s is None else stale_after_s
+    stale_before = timezone.now() - timedelta(seconds=stale)
+    attempts = list(
+        Attempt.objects.select_for_update(of=("self",))
+        .select_related("endpoint", "primitive", "node")
+        .filter(pk__in=attempt_ids)
+        .order_by("pk")
+    )
+    if len(attempts) < len(set(attempt_ids)):
+        gone = sorted(set(attempt_ids) - {a.pk for a in attempts})
+        log.warning("attempts %s no longer exist; nothing to run", gone)
+    claimed = []
+    for attempt in attempts:
+        if _claimable(attempt, stale_before):
+            claimed.append(attempt)
+        else:
+            log.info("attempt %s is %s; not running it again", attempt.pk, attempt.status)
+    if claimed:
+        Attempt.objects.filter(pk__in=[a.pk for a in claimed]).update(
+            status=AttemptStatus.RUNNING, started_at=timezone.now()
+        )
+    keys: dict[int, str | None] = {}
+    return [_work(attempt, keys) for attempt in claimed]
+
+
+def attempt_start(*, attempt_id: int) -> AttemptWork | None:
+    """Claim one attempt (see attempts_start); None when there is nothing to run."""
+    works = attempts_start(attempt_ids=[attempt_id])
+    return works[0] if works else None
+
+
+ATTEMPT_RESULT_FIELDS = [
+    "status", "envelope", "tokens_in", "tokens_out", "cost_usd", "latency_s", "error_kind", "error_message",
+    "finished_at",
+]  # fmt: skip
+
+
+def _add_to_nodes(totals: dict[int, list[Any]]) -> None:
+    """Add tokens, cost and latency to several nodes in one UPDATE."""
+    table = Node._meta.db_table
+    values = ", ".join(["(%s::bigint, %s::bigint, %s::bigint, %s::numeric, %s::double precision)"] * len(totals))
+    params = [value for node_id, row in totals.items() for value in (node_id, *row)]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {table} AS n SET tokens_in = n.tokens_in + v.tin, tokens_out = n.tokens_out + v.tout, "  # noqa: S608 - a model's table name
+            "cost_usd = n.cost_usd + v.cost, latency_s = n.latency_s + v.lat "
+            f"FROM (VALUES {values}) AS v(id, tin, tout, cost, lat) WHERE n.id = v.id",
+            params,
+        )
+
+
+def _finished_event(attempt: Attempt, envelope: Envelope) -> tuple[str, dict[str, Any]]:
+    return (
+        "attempt.finished",
+        {
             "attempt": attempt.pk,
             "node": attempt.node.key,
             "status": envelope.status,
@@ -115,6 +143,58 @@ def attempt_finish(*, attempt_id: int, envelope: Envelope) -> bool:
             "error_message": envelope.error_message,
         },
     )
-    run_id = attempt.node.run_id
-    transaction.on_commit(lambda: step_request(run_id))
-    return True
+
+
+@transaction.atomic
+def attempts_finish(*, results: Sequence[tuple[int, Envelope]]) -> list[int]:
+    """Record envelopes and bill them to their nodes and runs, in a few statements, except
+    those another delivery of the same attempt already recorded. Returns the ids recorded."""
+    envelopes = dict(results)
+    attempts = [
+        attempt
+        for attempt in Attempt.objects.select_for_update(of=("self",))
+        .select_related("node")
+        .only("status", "node__key", "node__run_id")  # the fields written are set below
+        .filter(pk__in=envelopes)
+        .order_by("pk")
+        if attempt.status not in FINISHED
+    ]
+    if not attempts:
+        return []
+    now = timezone.now()
+    nodes: dict[int, list[Any]] = {}
+    runs: dict[int, list[Any]] = {}
+    events: dict[int, list[tuple[str, dict[str, Any]]]] = {}
+    for attempt in attempts:
+        envelope = envelopes[attempt.pk]
+        cost = Decimal(repr(envelope.cost_usd))
+        attempt.status = AttemptStatus(envelope.status)
+        attempt.envelope = envelope.to_dict()
+        attempt.tokens_in, attempt.tokens_out = envelope.tokens_in, envelope.tokens_out
+        attempt.cost_usd, attempt.latency_s = cost, envelope.latency_s
+        attempt.error_kind = envelope.error_kind or ""
+        attempt.error_message = envelope.error_message or ""
+        attempt.finished_at = now
+        row = [envelope.tokens_in, envelope.tokens_out, cost, envelope.latency_s]
+        for totals, key in ((nodes, attempt.node_id), (runs, attempt.node.run_id)):
+            totals[key] = [a + b for a, b in zip(totals[key], row, strict=True)] if key in totals else list(row)
+        events.setdefault(attempt.node.run_id, []).append(_finished_event(attempt, envelope))
+    rows_update(attempts, ATTEMPT_RESULT_FIELDS)
+    # Runs before nodes, in id order: a run step locks its run, then writes its nodes.
+    for run_id, (tokens_in, tokens_out, cost, latency) in sorted(runs.items()):
+        Run.objects.filter(pk=run_id).update(
+            tokens_in=F("tokens_in") + tokens_in,
+            tokens_out=F("tokens_out") + tokens_out,
+            cost_usd=F("cost_usd") + cost,
+            latency_s=F("latency_s") + latency,
+        )
+        run_events_append(run_id=run_id, events=events[run_id])
+    _add_to_nodes(nodes)
+    for run_id in sorted(runs):
+        transaction.on_commit(lambda run_id=run_id: step_request(run_id))  # type: ignore[misc]
+    return [attempt.pk for attempt in attempts]
+
+
+def attempt_finish(*, attempt_id: int, envelope: Envelope) -> bool:
+    """Record one envelope (see attempts_finish); False when it was already recorded."""
+    return bool(attempts_finish(results=[(attempt_id, envelope)]))

@@ -7,14 +7,19 @@ Each action is validated (a violation is counted, recorded and never executed) a
 applied; every attempt it creates is sent to queue `workers` after commit, all at once,
 so independent nodes run in parallel. When an attempt finishes, its worker schedules the
 next step. No task waits on another: the state lives in Postgres.
+
+A step writes in bulk: changed nodes, new attempts and events are kept on the `State`
+and written once at its end (`_flush`), in a few statements whatever their number.
 """
 
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
 from django.db.models import Prefetch
 from django.utils import timezone
@@ -45,7 +50,8 @@ from studio.models import (
     Run,
     RunStatus,
 )
-from studio.services.events import run_event_append
+from studio.services.bulk import rows_update
+from studio.services.events import run_events_append
 from studio.services.observation import admissible_pairs, observe
 
 log = logging.getLogger(__name__)
@@ -68,6 +74,10 @@ class State:
     attempts: dict[int, list[Attempt]]
     deps: dict[int, list[int]]
     dispatch: list[int] = field(default_factory=list)
+    events: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    dirty: dict[int, Node] = field(default_factory=dict)  # changed nodes, saved at the end
+    new_attempts: list[tuple[Attempt, dict[str, Any]]] = field(default_factory=list)  # and their event
+    primitives: dict[str, Primitive] = field(default_factory=dict)
 
     @property
     def by_key(self) -> dict[str, Node]:
@@ -83,8 +93,34 @@ class State:
         return [n for n in self.nodes if n.parent_id == node.pk]
 
 
-def emit(run: Run, type: str, **payload: Any) -> None:
-    run_event_append(run_id=run.pk, type=type, payload=payload)
+def emit(state: State, type: str, **payload: Any) -> dict[str, Any]:
+    """Record an event; it is written, in order, when the step ends."""
+    state.events.append((type, payload))
+    return payload
+
+
+def _save(state: State, node: Node) -> None:
+    node.updated_at = timezone.now()
+    state.dirty[node.pk] = node
+
+
+NODE_FIELDS = ["status", "answer", "output", "verification", "plan", "metadata", "endpoint", "primitive", "updated_at"]
+
+
+def _flush(state: State) -> None:
+    """Write what the step changed: new attempts, changed nodes, then the events."""
+    if state.new_attempts:
+        Attempt.objects.bulk_create([attempt for attempt, _ in state.new_attempts])
+        for attempt, payload in state.new_attempts:
+            payload["attempt"] = attempt.pk
+            if attempt.status == AttemptStatus.QUEUED:
+                state.dispatch.append(attempt.pk)
+        state.new_attempts.clear()
+    if state.dirty:
+        rows_update(list(state.dirty.values()), NODE_FIELDS)
+        state.dirty.clear()
+    run_events_append(run_id=state.run.pk, events=state.events)
+    state.events.clear()
 
 
 def _load(run: Run) -> State:
@@ -108,13 +144,13 @@ def _start(state: State) -> None:
     run = state.run
     run.status, run.started_at = RunStatus.RUNNING, timezone.now()
     run.save(update_fields=["status", "started_at"])
-    emit(run, "run.started", policy=run.policy, pool=run.pool_id)
+    emit(state, "run.started", policy=run.policy, pool=run.pool_id)
     root = Node.objects.create(
         run=run, key="root", kind=NodeKind.ROOT, text=run.task.text, status=NodeStatus.READY,
         metadata=_recorded(run),
     )  # fmt: skip
     state.nodes.append(root)
-    _node_created(run, root, [])
+    _node_created(state, root, [])
     if run.deadline_s:
         from workers.tasks import run_step as run_step_task
 
@@ -139,9 +175,9 @@ def _recorded(run: Run) -> dict[str, Any]:
     return metadata
 
 
-def _node_created(run: Run, node: Node, depends_on: list[str]) -> None:
+def _node_created(state: State, node: Node, depends_on: list[str]) -> None:
     emit(
-        run, "node.created", key=node.key, kind=node.kind, text=node.text[:TEXT_IN_EVENTS], depth=node.depth,
+        state, "node.created", key=node.key, kind=node.kind, text=node.text[:TEXT_IN_EVENTS], depth=node.depth,
         parent=node.parent.key if node.parent else None, depends_on=depends_on, status=node.status,
         item_id=node.metadata.get("item_id"),
     )  # fmt: skip
@@ -149,8 +185,8 @@ def _node_created(run: Run, node: Node, depends_on: list[str]) -> None:
 
 def _set_status(state: State, node: Node, status: str, **payload: Any) -> None:
     node.status = status
-    node.save(update_fields=["status", "answer", "output", "verification", "plan", "metadata", "updated_at"])
-    emit(state.run, f"node.{status}", key=node.key, **payload)
+    _save(state, node)
+    emit(state, f"node.{status}", key=node.key, **payload)
 
 
 # Folding attempts into nodes
@@ -253,6 +289,10 @@ def _end(state: State, status: str, reason: str, answer: str | None = None) -> N
         error_message=reason,
         finished_at=timezone.now(),
     )
+    for attempt, _ in state.new_attempts:  # queued in this step, not yet written: never sent
+        attempt.status, attempt.error_kind, attempt.error_message = AttemptStatus.CANCELLED, "cancelled", reason
+        attempt.finished_at = timezone.now()
+        cancelled += 1
     run.status = status
     run.end_reason = reason
     run.final_answer = answer if answer is not None else _partial_answer(state)
@@ -261,7 +301,7 @@ def _end(state: State, status: str, reason: str, answer: str | None = None) -> N
     run.finished_at = timezone.now()
     run.save(update_fields=["status", "end_reason", "final_answer", "verification", "finished_at"])
     emit(
-        run, "run.finished", status=status, reason=reason, answer=run.final_answer[:TEXT_IN_EVENTS],
+        state, "run.finished", status=status, reason=reason, answer=run.final_answer[:TEXT_IN_EVENTS],
         verification=run.verification, cancelled_attempts=cancelled, tokens_in=run.tokens_in,
         tokens_out=run.tokens_out, cost_usd=float(run.cost_usd), latency_s=run.latency_s,
     )  # fmt: skip
@@ -318,21 +358,22 @@ def _queue_attempt(state: State, node: Node, endpoint_id: int, primitive: str, *
     attempts = state.node_attempts(node)
     number = len(attempts) + 1
     request = {"prompt": state.run.task.text} if primitive == "plan" else _request(state, node)
-    attempt = Attempt.objects.create(
-        node=node, number=number, endpoint_id=endpoint_id, primitive=Primitive.objects.get(name=primitive),
-        idempotency_key=f"run{state.run.pk}:{node.key}:{number}", request=request,
+    if primitive not in state.primitives:
+        state.primitives[primitive] = Primitive.objects.get(name=primitive)
+    attempt = Attempt(
+        node=node, number=number, endpoint_id=endpoint_id, primitive=state.primitives[primitive],
+        idempotency_key=f"run{state.run.pk}:{node.key}:{number}", request=request, status=AttemptStatus.QUEUED,
     )  # fmt: skip
     attempts.append(attempt)
     if primitive != "plan":
         node.endpoint_id, node.primitive = endpoint_id, attempt.primitive
-        node.save(update_fields=["endpoint", "primitive", "updated_at"])
     node.status = NodeStatus.RUNNING
-    node.save(update_fields=["status", "updated_at"])
-    emit(
-        state.run, "attempt.queued", key=node.key, attempt=attempt.pk, number=number,
+    _save(state, node)
+    payload = emit(
+        state, "attempt.queued", key=node.key, attempt=None, number=number,
         endpoint=endpoint_id, primitive=primitive, repair=repair,
     )  # fmt: skip
-    state.dispatch.append(attempt.pk)
+    state.new_attempts.append((attempt, payload))  # its id is filled in when written
 
 
 def _decompose(state: State, action: Decompose) -> str | None:
@@ -345,36 +386,36 @@ def _decompose(state: State, action: Decompose) -> str | None:
         depth = parent.depth + 1
         return f"budget: decomposing {parent.key} would reach depth {depth}; the limit is {run.max_depth}"
     parent.status = NodeStatus.RUNNING
-    parent.save(update_fields=["status", "updated_at"])
-    emit(run, "node.decomposed", key=parent.key, subtasks=plan_to_json(action.subtasks))
+    _save(state, parent)
+    emit(state, "node.decomposed", key=parent.key, subtasks=plan_to_json(action.subtasks))
     created: dict[str, Node] = {}
-    depended_on = {dep for spec in action.subtasks for dep in spec.depends_on}
     for spec in action.subtasks:
         metadata = dict(spec.metadata)
         if spec.item_id:
             metadata["item_id"] = spec.item_id
         if spec.primitive:
             metadata["suggested_primitive"] = spec.primitive
-        node = Node.objects.create(
+        created[spec.id] = Node(
             run=run, parent=parent, key=f"{parent.key}.{spec.id}", kind=NodeKind.SUBTASK, text=spec.text,
             depth=parent.depth + 1, status=NodeStatus.PENDING if spec.depends_on else NodeStatus.READY,
             metadata=metadata,
         )  # fmt: skip
-        deps = [created[d] for d in spec.depends_on]
-        node.depends_on.set(deps)
-        created[spec.id] = node
-        state.nodes.append(node)
-        state.deps[node.pk] = [d.pk for d in deps]
-        _node_created(run, node, [d.key for d in deps])
-    sinks = [created[spec.id] for spec in action.subtasks if spec.id not in depended_on]
-    aggregate = Node.objects.create(
+    aggregate = Node(
         run=run, parent=parent, key=f"{parent.key}.aggregate", kind=NodeKind.AGGREGATE,
         text=f"Compose the answer to: {parent.text[:500]}", depth=parent.depth + 1, status=NodeStatus.PENDING,
     )  # fmt: skip
-    aggregate.depends_on.set(sinks)
-    state.nodes.append(aggregate)
-    state.deps[aggregate.pk] = [s.pk for s in sinks]
-    _node_created(run, aggregate, [s.key for s in sinks])
+    Node.objects.bulk_create([*created.values(), aggregate])  # one INSERT; Postgres returns the ids
+    depended_on = {dep for spec in action.subtasks for dep in spec.depends_on}
+    edges = {created[spec.id]: [created[d] for d in spec.depends_on] for spec in action.subtasks}
+    edges[aggregate] = [created[spec.id] for spec in action.subtasks if spec.id not in depended_on]
+    Edge = Node.depends_on.through
+    Edge.objects.bulk_create(
+        Edge(from_node_id=node.pk, to_node_id=dep.pk) for node, deps in edges.items() for dep in deps
+    )
+    for node, deps in edges.items():
+        state.nodes.append(node)
+        state.deps[node.pk] = [d.pk for d in deps]
+        _node_created(state, node, [d.key for d in deps])
     return None
 
 
@@ -405,7 +446,7 @@ def _violation(state: State, action: object, error: Exception) -> None:
     count = int(run.verification.get("protocol_violations", 0)) + 1
     run.verification = {**run.verification, "protocol_violations": count}
     run.save(update_fields=["verification"])
-    emit(run, "protocol.violation", action=repr(action)[:500], reason=str(error)[:500], count=count)
+    emit(state, "protocol.violation", action=repr(action)[:500], reason=str(error)[:500], count=count)
 
 
 def _decide(state: State) -> None:
@@ -448,12 +489,30 @@ def _decide(state: State) -> None:
 
 
 def _dispatch(attempt_ids: list[int]) -> None:
+    """Send the attempts to queue `workers`, in batches of ORCHESTRA_ATTEMPT_BATCH: a worker
+    runs a batch's calls concurrently and records them in a few statements."""
     if not attempt_ids:
         return
-    from workers.tasks import execute_attempt
+    from workers.tasks import execute_attempts
 
-    for attempt_id in attempt_ids:
-        execute_attempt.delay(attempt_id)
+    size = max(1, settings.ORCHESTRA_ATTEMPT_BATCH)
+    for start in range(0, len(attempt_ids), size):
+        execute_attempts.delay(attempt_ids[start : start + size])
+
+
+def _resend_lost(state: State) -> None:
+    """Send again attempts queued long ago and never claimed: their message was lost (a
+    step killed after COMMIT, before sending). A duplicate is harmless: one claims it."""
+    lost_before = timezone.now() - timedelta(seconds=settings.ORCHESTRA_ATTEMPT_STALE_S)
+    lost = [
+        attempt.pk
+        for attempts in state.attempts.values()
+        for attempt in attempts
+        if attempt.status == AttemptStatus.QUEUED and attempt.pk and attempt.created_at < lost_before
+    ]
+    if lost:
+        log.warning("run %s: sending again %d attempt(s) queued before %s", state.run.pk, len(lost), lost_before)
+        state.dispatch.extend(lost)
 
 
 def run_step(*, run_id: int) -> None:
@@ -471,6 +530,7 @@ def run_step(*, run_id: int) -> None:
         transaction.on_commit(lambda: _dispatch(state.dispatch))
         if run.status == RunStatus.PENDING:
             _start(state)
+        _resend_lost(state)
         _absorb(state)
         _propagate(state)
         reason = _budget_exceeded(state)
@@ -478,3 +538,4 @@ def run_step(*, run_id: int) -> None:
             _end(state, RunStatus.FAILED, reason)
         else:
             _decide(state)
+        _flush(state)

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
-from django.db import transaction
-from django.db.models import F
+from django.db import connection, transaction
 
 from studio.models import Run, RunEvent
 from studio.notifier import notifier
@@ -25,19 +25,43 @@ def event_message(event: RunEvent) -> dict[str, Any]:
     }
 
 
-def _notify(run_id: int, message: dict[str, Any]) -> None:
-    notifier.notify(run_group(run_id), {"type": "run.event", "event": message})
+def _notify(run_id: int, messages: list[dict[str, Any]]) -> None:
+    group = run_group(run_id)
+    for message in messages:
+        notifier.notify(group, {"type": "run.event", "event": message})
+
+
+def _reserve(run_id: int, count: int) -> int:
+    """Bump the run's `last_seq` by `count` and return the first reserved number. The
+    UPDATE holds the run's row lock until commit, so no other writer can take these."""
+    table = Run._meta.db_table
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {table} SET last_seq = last_seq + %s WHERE id = %s RETURNING last_seq",  # noqa: S608 - a model's table name
+            [count, run_id],
+        )
+        row = cursor.fetchone()
+    if row is None:
+        raise Run.DoesNotExist(f"run {run_id} does not exist")
+    return int(row[0]) - count + 1
 
 
 @transaction.atomic
+def run_events_append(*, run_id: int, events: Sequence[tuple[str, dict[str, Any]]]) -> list[RunEvent]:
+    """Append events to a run, in order, with consecutive sequence numbers (two statements
+    whatever their number). They are sent to the run's group only once committed."""
+    if not events:
+        return []
+    first = _reserve(run_id, len(events))
+    rows = RunEvent.objects.bulk_create(
+        RunEvent(run_id=run_id, seq=first + n, type=type, payload=payload) for n, (type, payload) in enumerate(events)
+    )
+    messages = [event_message(event) for event in rows]
+    # robust: Postgres holds the events; a client that missed a notification replays it.
+    transaction.on_commit(lambda: _notify(run_id, messages), robust=True)
+    return rows
+
+
 def run_event_append(*, run_id: int, type: str, payload: dict[str, Any]) -> RunEvent:
-    """Append the next event of a run. Sequence numbers have no gaps: `last_seq` is
-    bumped under the run's row lock, and the event is sent only once committed."""
-    Run.objects.filter(pk=run_id).update(last_seq=F("last_seq") + 1)
-    # The UPDATE holds the row lock until commit, so no other writer can take this seq.
-    seq = Run.objects.values_list("last_seq", flat=True).get(pk=run_id)
-    event = RunEvent.objects.create(run_id=run_id, seq=seq, type=type, payload=payload)
-    message = event_message(event)
-    # robust: Postgres holds the event; a client that missed the notification replays it.
-    transaction.on_commit(lambda: _notify(run_id, message), robust=True)
-    return event
+    """Append one event to a run (see run_events_append)."""
+    return run_events_append(run_id=run_id, events=[(type, payload)])[0]

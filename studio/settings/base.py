@@ -137,6 +137,11 @@ CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 # With acks_late, a task whose worker died is redelivered after this many seconds (Redis broker).
 # Keep it above CELERY_TASK_TIME_LIMIT: a task still running when it passes is delivered twice.
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 3600)}
+# An attempt still `running` this long after it started has lost its worker (a live one is
+# stopped by the time limit, and only a dead one's message comes back, after the visibility
+# timeout): a redelivered message may run it again. A `queued` attempt this old whose
+# message was lost (a step killed between COMMIT and sending) is sent again by the next step.
+ORCHESTRA_ATTEMPT_STALE_S = min(CELERY_TASK_TIME_LIMIT, CELERY_BROKER_TRANSPORT_OPTIONS["visibility_timeout"])
 # Celery's Django fixup closes database connections around every task unless told to reuse
 # them; a new PostgreSQL session per task cost about a third of the throughput (bench/throughput.py).
 CELERY_DB_REUSE_MAX = env_int("CELERY_DB_REUSE_MAX", 1000)
@@ -152,6 +157,10 @@ ORCHESTRA_PROVIDER_TIMEOUT_S = env_int("ORCHESTRA_PROVIDER_TIMEOUT_S", 60)
 ORCHESTRA_PROVIDER_MAX_RETRIES = env_int("ORCHESTRA_PROVIDER_MAX_RETRIES", 3)
 # Simulated latency of replay/ calls: off, recorded, fixed:S, uniform:A,B, or recorded+uniform:A,B.
 ORCHESTRA_REPLAY_LATENCY: str = env_str("ORCHESTRA_REPLAY_LATENCY", "off") or "off"
+# Attempts go to the workers in batches of up to this many (one Celery message); a worker
+# runs a batch's calls concurrently on up to ORCHESTRA_ATTEMPT_THREADS threads.
+ORCHESTRA_ATTEMPT_BATCH = env_int("ORCHESTRA_ATTEMPT_BATCH", 16)
+ORCHESTRA_ATTEMPT_THREADS = env_int("ORCHESTRA_ATTEMPT_THREADS", 16)
 # The OpenAI-compatible endpoint: the pool a request without `pool` runs on, and how long it waits.
 ORCHESTRA_DEFAULT_POOL: str = env_str("ORCHESTRA_DEFAULT_POOL", "replay-demo") or "replay-demo"
 ORCHESTRA_OPENAI_WAIT_S = env_int("ORCHESTRA_OPENAI_WAIT_S", 300)
