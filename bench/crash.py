@@ -10,8 +10,9 @@ process and pool children) gets SIGKILL; a second later A starts again. Each val
 `--kill-after` is one trial with fresh workers and runs: at 1 s the workers are still
 creating the runs' subtasks and dispatching their attempts, at 2 s mostly running them.
 The Redis broker redelivers the messages A held unacknowledged once the visibility timeout
-passes: the bench sets it to `--visibility-timeout` seconds through bench/celery_app.py
-(BENCH_VISIBILITY_TIMEOUT), because the studio's settings cannot set it (default: 1 hour).
+passes: the bench sets it to `--visibility-timeout` seconds (default in the studio: 1 hour)
+through bench/celery_app.py (BENCH_VISIBILITY_TIMEOUT) and CELERY_VISIBILITY_TIMEOUT, which
+also sets how long a `running` attempt must be idle before a redelivery may run it again.
 
 Printed, then checked:
 - runs finished (goal: all), runs ended otherwise or still in flight, with reasons;

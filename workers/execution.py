@@ -95,10 +95,24 @@ def _prefetch(works: Sequence[AttemptWork]) -> None:
         ensure_replay().prefetch(wanted)
 
 
+def _check_back(running: dict[int, float]) -> None:
+    """Attempts another delivery claimed are running there, or were, if its worker died
+    (this may be the dead worker's message, delivered again a moment before they count as
+    stale). Look again once they would be stale: then they have finished, or are run here."""
+    from workers.tasks import execute_attempts
+
+    wait_s = max(running.values()) + 1.0
+    log.info("attempts %s run elsewhere; checking back in %.0f s", sorted(running), wait_s)
+    execute_attempts.apply_async((sorted(running),), countdown=wait_s)
+
+
 def execute_batch(attempt_ids: Sequence[int]) -> int:
     """Claim, run and record a batch of attempts; returns how many were recorded. Idempotent:
     attempts already finished are skipped, each is billed once."""
-    works = attempts_start(attempt_ids=attempt_ids)
+    claim = attempts_start(attempt_ids=attempt_ids)
+    if claim.running_elsewhere:
+        _check_back(claim.running_elsewhere)
+    works = claim.works
     if not works:
         return 0
     _prefetch(works)

@@ -70,14 +70,23 @@ def _claimable(attempt: Attempt, stale_before: datetime) -> bool:
     return attempt.status == AttemptStatus.RUNNING and (started is None or started < stale_before)
 
 
+@dataclass(frozen=True)
+class Claim:
+    """What a delivery of a batch may run, and what runs elsewhere for now."""
+
+    works: list[AttemptWork]
+    running_elsewhere: dict[int, float]  # attempt id -> seconds until it counts as stale
+
+
 @transaction.atomic
-def attempts_start(*, attempt_ids: Sequence[int], stale_after_s: float | None = None) -> list[AttemptWork]:
+def attempts_start(*, attempt_ids: Sequence[int], stale_after_s: float | None = None) -> Claim:
     """Claim attempts to run, in two statements. Left out: those gone, finished, or running
     elsewhere (started less than `stale_after_s` ago; default ORCHESTRA_ATTEMPT_STALE_S).
     So a message delivered twice neither runs nor bills an attempt twice, while one whose
     worker died mid-call runs it again."""
     stale = settings.ORCHESTRA_ATTEMPT_STALE_S if stale_after_s is None else stale_after_s
-    stale_before = timezone.now() - timedelta(seconds=stale)
+    now = timezone.now()
+    stale_before = now - timedelta(seconds=stale)
     attempts = list(
         Attempt.objects.select_for_update(of=("self",))
         .select_related("endpoint", "primitive", "node")
@@ -87,23 +96,23 @@ def attempts_start(*, attempt_ids: Sequence[int], stale_after_s: float | None = 
     if len(attempts) < len(set(attempt_ids)):
         gone = sorted(set(attempt_ids) - {a.pk for a in attempts})
         log.warning("attempts %s no longer exist; nothing to run", gone)
-    claimed = []
+    claimed, elsewhere = [], {}
     for attempt in attempts:
         if _claimable(attempt, stale_before):
             claimed.append(attempt)
+        elif attempt.status == AttemptStatus.RUNNING and attempt.started_at is not None:
+            elsewhere[attempt.pk] = (attempt.started_at - stale_before).total_seconds()
         else:
             log.info("attempt %s is %s; not running it again", attempt.pk, attempt.status)
     if claimed:
-        Attempt.objects.filter(pk__in=[a.pk for a in claimed]).update(
-            status=AttemptStatus.RUNNING, started_at=timezone.now()
-        )
+        Attempt.objects.filter(pk__in=[a.pk for a in claimed]).update(status=AttemptStatus.RUNNING, started_at=now)
     keys: dict[int, str | None] = {}
-    return [_work(attempt, keys) for attempt in claimed]
+    return Claim(works=[_work(attempt, keys) for attempt in claimed], running_elsewhere=elsewhere)
 
 
 def attempt_start(*, attempt_id: int) -> AttemptWork | None:
-    """Claim one attempt (see attempts_start); None when there is nothing to run."""
-    works = attempts_start(attempt_ids=[attempt_id])
+    """Claim one attempt (see attempts_start); None when there is nothing to run now."""
+    works = attempts_start(attempt_ids=[attempt_id]).works
     return works[0] if works else None
 
 

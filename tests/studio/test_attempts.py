@@ -41,19 +41,24 @@ def ok(answer: str, cost: float, tokens_in: int = 10) -> Envelope:
 def test_a_batch_claims_queued_attempts_once() -> None:
     attempts = make_attempts(3)
     ids = [a.pk for a in attempts]
-    works = attempts_start(attempt_ids=[*ids, 987654321])  # one that does not exist is left out
-    assert sorted(w.attempt_id for w in works) == ids
+    claim = attempts_start(attempt_ids=[*ids, 987654321])  # one that does not exist is left out
+    assert sorted(w.attempt_id for w in claim.works) == ids
     assert set(Attempt.objects.filter(pk__in=ids).values_list("status", flat=True)) == {AttemptStatus.RUNNING}
     # The same message delivered again while they run: nothing is claimed twice.
-    assert attempts_start(attempt_ids=ids) == []
+    again = attempts_start(attempt_ids=ids)
+    assert again.works == []
+    assert set(again.running_elsewhere) == set(ids)
 
 
 def test_a_running_attempt_is_claimed_again_only_once_stale() -> None:
     fresh, stale = make_attempts(2)
     attempts_start(attempt_ids=[fresh.pk, stale.pk])
     Attempt.objects.filter(pk=stale.pk).update(started_at=timezone.now() - timedelta(seconds=120))
-    works = attempts_start(attempt_ids=[fresh.pk, stale.pk], stale_after_s=60)
-    assert [w.attempt_id for w in works] == [stale.pk]
+    claim = attempts_start(attempt_ids=[fresh.pk, stale.pk], stale_after_s=60)
+    assert [w.attempt_id for w in claim.works] == [stale.pk]
+    # The fresh one is left to its worker; it counts as stale in about a minute.
+    assert list(claim.running_elsewhere) == [fresh.pk]
+    assert 55 < claim.running_elsewhere[fresh.pk] <= 60
 
 
 def test_finishing_bills_each_attempt_once_and_sums_per_node_and_run() -> None:
