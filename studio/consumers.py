@@ -90,3 +90,54 @@ class RunConsumer(AsyncJsonWebsocketConsumer):
 
     async def receive_json(self, content: Any, **kwargs: Any) -> None:
         """Clients only listen; anything they send is ignored."""
+
+
+@database_sync_to_async
+def _training_snapshot(user: User, job_id: int) -> dict[str, Any] | None:
+    """The job as it stands, if the user may watch it (researchers and admins)."""
+    from studio.models import TrainingJob
+    from studio.permissions import can_see_everything
+
+    if not can_see_everything(user):  # researchers and admins
+        return None
+    job = TrainingJob.objects.filter(pk=job_id).first()
+    if job is None:
+        return None
+    return {
+        "id": job.pk, "status": job.status, "progress": job.progress, "metrics": job.metrics, "message": job.message,
+    }  # fmt: skip
+
+
+class TrainingConsumer(AsyncJsonWebsocketConsumer):
+    """`/ws/training/<id>/`: the job as it stands, then each progress update, for researchers
+    and admins. Progress is a state, not a log: a client that reconnects gets the latest."""
+
+    async def connect(self) -> None:
+        user = self.scope.get("user")
+        job_id = int(self.scope["url_route"]["kwargs"]["job_id"])
+        if user is None or not user.is_authenticated:
+            await self.close(code=CLOSE_UNAUTHENTICATED)
+            return
+        from studio.services.training import training_group
+
+        self.group = training_group(job_id)
+        await self.channel_layer.group_add(self.group, self.channel_name)
+        snapshot = await _training_snapshot(user, job_id)
+        if snapshot is None:
+            await self.channel_layer.group_discard(self.group, self.channel_name)
+            del self.group
+            await self.close(code=CLOSE_FORBIDDEN)
+            return
+        await self.accept()
+        await self.send_json({"kind": "progress", **snapshot})
+
+    async def training_progress(self, content: dict[str, Any]) -> None:
+        """A `training.progress` message from the channel layer."""
+        await self.send_json({"kind": "progress", **{k: v for k, v in content.items() if k != "type"}})
+
+    async def disconnect(self, code: int) -> None:
+        if hasattr(self, "group"):
+            await self.channel_layer.group_discard(self.group, self.channel_name)
+
+    async def receive_json(self, content: Any, **kwargs: Any) -> None:
+        """Clients only listen; anything they send is ignored."""

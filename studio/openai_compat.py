@@ -204,7 +204,7 @@ class ChatIn(BaseModel):
     stream: bool | None = None
     stream_options: StreamOptions | None = None
     pool: int | str | None = Field(None, description="a pool's id or name")
-    cost_preference: float | None = Field(None, ge=0, le=1)
+    cost_preference: float | None = Field(None, ge=0, le=100)
     preset: Literal["cheap", "balanced", "best"] | None = None
     best_of: int = Field(1, ge=1, le=16)
     max_cost_usd: Annotated[Decimal, Field(ge=0, max_digits=16, decimal_places=8)] | None = None

@@ -1,7 +1,8 @@
 from django.urls import path
 
-from studio.consumers import RunConsumer
+from studio.consumers import RunConsumer, TrainingConsumer
 
 websocket_urlpatterns = [
     path("ws/runs/<int:run_id>/", RunConsumer.as_asgi()),
+    path("ws/training/<int:job_id>/", TrainingConsumer.as_asgi()),
 ]

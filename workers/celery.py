@@ -23,6 +23,7 @@ app.conf.task_routes = {
     "workers.execute_attempt": {"queue": "workers"},
     "workers.execute_attempts": {"queue": "workers"},
     "workers.run_step": {"queue": "orchestrator"},
+    "workers.train": {"queue": "training"},
 }
 app.autodiscover_tasks(["workers"])
 

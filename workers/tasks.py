@@ -56,3 +56,11 @@ def run_step(run_id: int) -> None:
 
     step_started(run_id)
     step(run_id=run_id)
+
+
+@app.task(name="workers.train", time_limit=3 * 3600, soft_time_limit=3 * 3600 - 60)
+def train(job_id: int) -> None:
+    """Run one training job (queue `training`); progress and the checkpoint go to its row."""
+    from workers.training import run_job
+
+    run_job(job_id)

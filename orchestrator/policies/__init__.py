@@ -17,6 +17,10 @@ class Policy(Protocol):
 PolicyFactory = Callable[[Mapping[str, Any]], Policy]
 REGISTRY: dict[str, PolicyFactory] = {}
 
+# Named cost preferences λ: the price of cost, in units of the pool's most expensive pair
+# (0 = accuracy only). A request carries one of these names or a λ of its own.
+COST_PRESETS = {"best": 0.0, "balanced": 0.05, "cheap": 1.0}
+
 
 def register(name: str) -> Callable[[PolicyFactory], PolicyFactory]:
     def add(factory: PolicyFactory) -> PolicyFactory:
@@ -41,3 +45,12 @@ def policy_names() -> list[str]:
 
 def _load_builtin() -> None:
     from orchestrator.policies import default  # noqa: F401 - registers itself
+
+    REGISTRY.setdefault("learned", _learned)
+
+
+def _learned(config: Mapping[str, Any]) -> Policy:
+    """The learned policy, imported on first use (it loads torch)."""
+    from orchestrator.policies.learned import make_learned
+
+    return make_learned(config)

@@ -2,7 +2,7 @@
 
 from ninja import NinjaAPI
 
-from studio.api import errors, health, pools, runs, session, tasks, tokens
+from studio.api import errors, health, pools, runs, session, tasks, tokens, training
 
 api = NinjaAPI(
     title="Orchestra Studio API",
@@ -19,3 +19,4 @@ api.add_router("/tokens", tokens.router)
 api.add_router("", pools.router)
 api.add_router("/tasks", tasks.router)
 api.add_router("/runs", runs.router)
+api.add_router("", training.router)

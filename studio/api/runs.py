@@ -50,13 +50,16 @@ class RunIn(Schema):
     pool_id: int
     policy: str = Field("default", min_length=1, max_length=100)
     policy_config: dict[str, Any] = Field(default_factory=dict)
-    cost_preference: float | None = Field(None, ge=0, le=1, description="λ in [0, 1]: 0 best, 1 cheapest")
+    cost_preference: float | None = Field(
+        None, ge=0, le=100, description="λ: the price of cost in units of the pool's dearest pair; 0 = accuracy only"
+    )
     preset: Literal["cheap", "balanced", "best"] | None = Field(None, description="instead of cost_preference")
     best_of: int = Field(1, ge=1, le=16)
     max_cost_usd: Annotated[Decimal, Field(ge=0, max_digits=16, decimal_places=8)] | None = None
     max_nodes: int | None = Field(None, ge=1, le=10_000)
     max_depth: int | None = Field(None, ge=0, le=32)
     deadline_s: int | None = Field(None, ge=1, le=86_400)
+    checkpoint_id: int | None = Field(None, description="the learned policy's checkpoint; default: the default one")
 
 
 class RerunIn(Schema):

@@ -53,6 +53,7 @@ from studio.models import (
 from studio.services.bulk import rows_update
 from studio.services.events import run_events_append
 from studio.services.observation import admissible_pairs, observe
+from studio.services.policies import policy_config
 
 log = logging.getLogger(__name__)
 
@@ -451,7 +452,7 @@ def _violation(state: State, action: object, error: Exception) -> None:
 
 def _decide(state: State) -> None:
     run = state.run
-    policy = make_policy(run.policy, run.policy_config)
+    policy = make_policy(run.policy, policy_config(run.policy_config, run.checkpoint))
     pairs = admissible_pairs(run)
     violations = 0
     for _ in range(MAX_ACTIONS_PER_STEP):
@@ -518,7 +519,7 @@ def _resend_lost(state: State) -> None:
 def run_step(*, run_id: int) -> None:
     """One step of a run. Idempotent: a finished run, or one already up to date, is left as is."""
     with transaction.atomic():
-        run = Run.objects.select_for_update(of=("self",)).select_related("task").filter(pk=run_id).first()
+        run = Run.objects.select_for_update(of=("self",)).select_related("task", "checkpoint").filter(pk=run_id).first()
         if run is None:
             log.warning("run %s no longer exists", run_id)
             return

@@ -8,23 +8,15 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from orchestrator.policies import make_policy
+from orchestrator.policies import COST_PRESETS
 from studio.errors import Conflict, Invalid, NotFound
 from studio.models import Admissibility, Attempt, AttemptStatus, Node, NodeStatus, Run, RunStatus, Task, User
 from studio.permissions import can_view_run, can_view_task
 from studio.services.events import run_event_append
+from studio.services.policies import check_policy, run_checkpoint
 from studio.services.scheduling import step_request
 
-PRESETS = {"cheap": 1.0, "balanced": 0.5, "best": 0.0}
-
-
-def check_policy(name: str, config: dict[str, Any]) -> None:
-    try:
-        make_policy(name, config)
-    except KeyError as exc:
-        raise Invalid("policy", str(exc.args[0])) from None
-    except (TypeError, ValueError) as exc:
-        raise Invalid("policy_config", f"The policy's configuration is not valid: {exc}") from None
+PRESETS = COST_PRESETS
 
 
 def _enqueue_step(run_id: int) -> None:
@@ -45,6 +37,7 @@ def run_create(
     max_nodes: int | None = None,
     max_depth: int | None = None,
     deadline_s: int | None = None,
+    checkpoint_id: int | None = None,
 ) -> Run:
     """A pending run of a task; its first step is queued once this commits."""
     task = Task.objects.filter(pk=task_id).first()
@@ -53,9 +46,10 @@ def run_create(
     if not Admissibility.objects.filter(endpoint__pool_id=pool_id, allowed=True, endpoint__enabled=True).exists():
         raise Invalid("pool_id", f"Pool {pool_id} does not exist or has no admissible (model, primitive) pair.")
     config = policy_config or {}
-    check_policy(policy, config)
+    checkpoint = run_checkpoint(policy=policy, checkpoint_id=checkpoint_id)
+    check_policy(policy, config, checkpoint)
     run = Run.objects.create(
-        task=task, owner=owner, pool_id=pool_id, policy=policy, policy_config=config,
+        task=task, owner=owner, pool_id=pool_id, policy=policy, policy_config=config, checkpoint=checkpoint,
         cost_preference=cost_preference, best_of=best_of, max_cost_usd=max_cost_usd, max_nodes=max_nodes,
         max_depth=max_depth, deadline_s=deadline_s,
     )  # fmt: skip

@@ -9,6 +9,7 @@ import dj_database_url
 
 from studio.settings.env import (
     BASE_DIR,
+    DATA_DIR,  # noqa: F401 - a setting: checkpoints and other artifacts live under it
     env_bool,
     env_int,
     env_list,

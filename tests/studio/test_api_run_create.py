@@ -43,7 +43,12 @@ def test_create_a_run(api_as, make_user, pool_id: int) -> None:
     [
         ({"max_cost_usd": "-1"}, 422, "max_cost_usd"),
         ({"max_nodes": 0}, 422, "max_nodes"),
-        ({"cost_preference": 3}, 422, "cost_preference"),
+        ({"cost_preference": -0.1}, 422, "cost_preference"),
+        ({"cost_preference": 101}, 422, "cost_preference"),
+        ({"policy": "learned"}, 422, "checkpoint_id"),  # no checkpoint is the default yet
+        ({"policy": "learned", "checkpoint_id": 987654}, 422, "checkpoint_id"),
+        ({"checkpoint_id": 1}, 422, "checkpoint_id"),  # the default policy loads none
+        ({"policy_config": {"checkpoint": "/etc/passwd"}}, 422, "policy_config"),
         ({"preset": "free"}, 422, "preset"),
         ({"policy": "clairvoyant"}, 422, "policy"),
         ({"pool_id": 999999}, 422, "pool_id"),

@@ -1,0 +1,129 @@
+"""Learned policy: decision latency at batch 1, and training time on all shipped outcomes.
+
+    .venv/bin/python bench/policy_latency.py [--decisions 300] [--checkpoint CKPT.pt | --outcomes FILE ...]
+
+1. Trains the policy with `orchestrator.train_policy.train` on the outcome files (default:
+   every shipped `data/outcomes/*.jsonl.gz`), in this process, on the cores torch is given
+   (`--threads`, default 2), and prints the wall time, split into the one-time text
+   embedding (cached per text on disk) and the training itself. With `--checkpoint`, it
+   skips training and uses that checkpoint.
+2. Times `LearnedPolicy.act` on a fresh root node with the routerbench pool as admissible
+   pairs: without the embedding (the task's vector already cached) and with it (a new text
+   embedded by MiniLM each decision, no cache). p50 and p95 over `--decisions`.
+
+Goals (issue 5): p50 < 2 ms without the embedding, < 20 ms with it; training < 10 min on
+2 CPU cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from orchestrator.learning.method import LearnedConfig  # noqa: E402
+from orchestrator.policies.learned import LearnedPolicy, LearnedPolicyConfig  # noqa: E402
+from orchestrator.protocol import Budget, NodeView, Observation, Pair, PairRef  # noqa: E402
+from orchestrator.routing.table import load_prices, load_table  # noqa: E402
+from orchestrator.train_policy import train  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+OUTCOMES = ROOT / "data" / "outcomes"
+
+
+def load() -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"(load {one:.2f} {five:.2f} {fifteen:.2f})"
+
+
+def percentiles(samples: list[float]) -> tuple[float, float]:
+    ordered = sorted(samples)
+    return statistics.median(ordered), ordered[int(0.95 * (len(ordered) - 1))]
+
+
+def goal(name: str, met: bool) -> None:
+    print(f"Goal: {name} {'MET' if met else 'NOT MET'}")
+
+
+def time_training(paths: list[Path], out: Path, threads: int) -> float:
+    config = LearnedConfig.from_mapping({"threads": threads})
+    print(f"training on {len(paths)} files with {threads} torch thread(s), {os.cpu_count()} CPU(s) here {load()}")
+    metrics = train(paths, out=out, seed=0, config=config, prices=OUTCOMES / "prices.json")
+    total, embed = metrics["time/total_s"], metrics["time/embed_s"]
+    print(f"  items {int(metrics['data/items'])}, pairs {int(metrics['data/pairs'])}")
+    print(f"  wall {total:.1f} s = embedding {embed:.1f} s (once; cached per text) + training {total - embed:.1f} s")
+    print(f"  reward untrained {metrics['eval/reward_untrained']:.3f} -> SFT {metrics['eval/reward_sft']:.3f}", end="")
+    print(f" -> RL {metrics['eval/reward_rl']:.3f} {load()}")
+    return total
+
+
+def routerbench_pairs() -> tuple[Pair, ...]:
+    table = load_table([OUTCOMES / "routerbench.jsonl.gz"], prices=OUTCOMES / "prices.json")
+    prices = load_prices(OUTCOMES / "prices.json")
+    pairs = []
+    for j, (model, primitive) in enumerate(table.pairs, start=1):
+        price = prices.get(model, {})
+        pairs.append(
+            Pair(PairRef(j, primitive), f"replay/{model}", price.get("input_per_mtok"), price.get("output_per_mtok"))
+        )
+    return tuple(pairs)
+
+
+def time_decisions(policy: LearnedPolicy, pairs: tuple[Pair, ...], n: int, *, fresh_text: bool) -> list[float]:
+    samples = []
+    for i in range(n + 10):
+        text = f"Which planet is larger, Mars or Venus? (variant {i})" if fresh_text else "Which planet is larger?"
+        node = NodeView(key="root", kind="root", text=text, status="ready", depth=0)
+        observation = Observation(
+            task_text=text, decomposable=False, nodes=(node,), budget_left=Budget(), pairs=pairs,
+            task_metadata={"domain": "reasoning"},
+        )  # fmt: skip
+        start = time.perf_counter()
+        policy.act(observation)
+        if i >= 10:  # warm-up
+            samples.append((time.perf_counter() - start) * 1e3)
+    return samples
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--decisions", type=int, default=300)
+    parser.add_argument("--checkpoint", type=Path, help="use this checkpoint instead of training one")
+    parser.add_argument("--outcomes", nargs="+", type=Path, help="files to train on (default: all shipped)")
+    parser.add_argument("--threads", type=int, default=2, help="torch threads for training")
+    args = parser.parse_args()
+    print(__doc__.split("\n\n")[0])
+
+    checkpoint = args.checkpoint
+    if checkpoint is None:
+        checkpoint = ROOT / ".data" / "bench" / "policy.pt"
+        paths = args.outcomes or sorted(OUTCOMES.glob("*.jsonl.gz"))
+        wall = time_training(paths, checkpoint, args.threads)
+        goal(f"train_policy on all shipped outcomes < 10 min on 2 cores ({wall / 60:.1f} min)", wall < 600)
+
+    from orchestrator.embedding import encode
+
+    torch.set_num_threads(1)
+    pairs = routerbench_pairs()
+    config = LearnedPolicyConfig(checkpoint=str(checkpoint), cost_preference=0.05)
+    cached = LearnedPolicy(config, embedder=lambda texts: np.asarray(encode(texts)))
+    p50, p95 = percentiles(time_decisions(cached, pairs, args.decisions, fresh_text=False))
+    print(f"decision, batch 1, {len(pairs)} pairs, embedding cached: p50 {p50:.2f} ms, p95 {p95:.2f} ms {load()}")
+    goal("p50 < 2 ms without the embedding", p50 < 2)
+    fresh = LearnedPolicy(config, embedder=lambda texts: np.asarray(encode(texts)))
+    p50e, p95e = percentiles(time_decisions(fresh, pairs, max(50, args.decisions // 3), fresh_text=True))
+    print(f"decision, batch 1, new text embedded by MiniLM: p50 {p50e:.2f} ms, p95 {p95e:.2f} ms {load()}")
+    goal("p50 < 20 ms with the embedding", p50e < 20)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

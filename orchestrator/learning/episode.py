@@ -1,0 +1,224 @@
+"""One orchestration episode per item, batched: call pairs one after another, then finish.
+
+At each step the policy sees the task, λ, the state (steps so far, estimated cost so far,
+what the reliability head thinks of the answers in hand, whether they agree) and every
+candidate pair; it calls one more pair (a repair or a check of the last answer) or
+finishes. The answer that counts is the executed one the reliability head trusts most.
+
+The state reads only executed pairs' responses: `answers`/`surface` of a pair that was
+not executed are never looked at, and at route time they are filled in as pairs execute
+(`reveal`). Shapes: B items, P pairs, R response features.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+
+from orchestrator.learning.features import FAMILIES, STATIC_DIM
+from orchestrator.learning.model import PolicyNet
+
+ACC = STATIC_DIM  # index of the domain accuracy in a pair feature vector
+FAMILY = slice(6, 6 + len(FAMILIES))  # the family one-hot in a pair feature vector
+
+
+@dataclass
+class EpisodeBatch:
+    """Everything an episode needs, as tensors; `score`/`cost` only where outcomes are known (training)."""
+
+    task: torch.Tensor  # [B, T] task features
+    pairs: torch.Tensor  # [B, P, F] pair features
+    available: torch.Tensor  # [B, P] bool
+    cost_est: torch.Tensor  # [B, P] estimated cost / cost_ref (calibration), what the policy may know
+    answers: torch.Tensor  # [B, P] long: equal ids = same answer; unique negatives where none
+    surface: torch.Tensor  # [B, P, 4] response surface features
+    score: torch.Tensor | None = None  # [B, P] recorded score
+    cost: torch.Tensor | None = None  # [B, P] recorded cost / cost_ref
+
+    def rows(self, index: torch.Tensor) -> EpisodeBatch:
+        def pick(t: torch.Tensor | None) -> torch.Tensor | None:
+            return None if t is None else t[index]
+
+        return EpisodeBatch(
+            task=self.task[index],
+            pairs=self.pairs[index],
+            available=self.available[index],
+            cost_est=self.cost_est[index],
+            answers=self.answers[index],
+            surface=self.surface[index],
+            score=pick(self.score),
+            cost=pick(self.cost),
+        )
+
+
+def response_features(batch: EpisodeBatch, executed: torch.Tensor) -> torch.Tensor:
+    """[B, P, 9]: for each executed pair, agreement with the other executed pairs, and its surface."""
+    ex = executed.float()  # [B, P]
+    same = (batch.answers.unsqueeze(2) == batch.answers.unsqueeze(1)).float()  # [B, P, P]
+    same = same * (1 - torch.eye(same.shape[1]))
+    agree = (same * ex.unsqueeze(1)).sum(-1)  # [B, P] other executed pairs giving the same answer
+    others = ex.sum(-1, keepdim=True) - ex  # [B, P]
+    disagree = others - agree
+    acc = batch.pairs[..., ACC]  # [B, P]
+    acc_other = acc.unsqueeze(1).expand_as(same)  # [B, P(j), P(k)] accuracy of pair k
+    agreeing = same * ex.unsqueeze(1)
+    disagreeing = (1 - same) * ex.unsqueeze(1) * (1 - torch.eye(same.shape[1]))
+    best_agreeing = (acc_other * agreeing).amax(-1)
+    best_disagreeing = (acc_other * disagreeing).amax(-1)
+    feats = torch.stack([agree / 2, disagree / 2, (agree > 0).float(), best_agreeing, best_disagreeing], dim=-1)
+    return torch.cat([feats, batch.surface], dim=-1) * ex.unsqueeze(-1)
+
+
+def reliability(net: PolicyNet, batch: EpisodeBatch, executed: torch.Tensor) -> torch.Tensor:
+    """[B, P] probability that each executed pair's answer is right (0 where not executed)."""
+    with torch.no_grad():
+        logits = net.reliability_logits(batch.task, batch.pairs, response_features(batch, executed))
+    return torch.sigmoid(logits) * executed.float()
+
+
+def observe(
+    net: PolicyNet,
+    batch: EpisodeBatch,
+    lam: torch.Tensor,
+    executed: torch.Tensor,
+    last: torch.Tensor,
+    step: int,
+    max_steps: int,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(state [B, S], candidate features [B, P, CANDIDATE_DIM], reliability [B, P]) before the next action."""
+    ex = executed.float()
+    n_exec = ex.sum(-1)  # [B]
+    rel = reliability(net, batch, executed)
+    has_last = last >= 0
+    last_idx = last.clamp(min=0)
+    last_rel = rel.gather(1, last_idx.unsqueeze(1)).squeeze(1) * has_last.float()
+    same = (batch.answers.unsqueeze(2) == batch.answers.unsqueeze(1)).float() * ex.unsqueeze(1) * ex.unsqueeze(2)
+    cluster = same.sum(-1).amax(-1)  # [B] size of the largest group of agreeing answers
+    spent = (batch.cost_est * ex).sum(-1)
+    state = torch.stack(
+        [
+            torch.full_like(n_exec, step / max_steps),
+            n_exec / max_steps,
+            spent,
+            rel.amax(-1),
+            last_rel,
+            cluster / n_exec.clamp(min=1),
+            ((n_exec > cluster) & (n_exec > 0)).float(),
+            (has_last & (last_rel < 0.5)).float(),
+            (n_exec == 0).float(),
+        ],
+        dim=-1,
+    )
+    last_pair = batch.pairs.gather(1, last_idx[:, None, None].expand(-1, 1, batch.pairs.shape[2]))  # [B, 1, F]
+    same_family = (batch.pairs[..., FAMILY] * last_pair[..., FAMILY]).sum(-1) * has_last.float().unsqueeze(1)
+    last_cost = batch.cost_est.gather(1, last_idx.unsqueeze(1))
+    cost_ratio = torch.log((batch.cost_est + 1e-6) / (last_cost + 1e-6)) / 5 * has_last.float().unsqueeze(1)
+    best_acc = (batch.pairs[..., ACC] * ex).amax(-1, keepdim=True)
+    priced = lam.unsqueeze(1) * batch.cost_est  # [B, P] what λ makes each call cost
+    candidate = torch.stack(
+        [same_family, cost_ratio, batch.pairs[..., ACC] - best_acc, priced, batch.pairs[..., ACC + 1] - priced], dim=-1
+    )
+    return state, candidate, rel
+
+
+@dataclass
+class Rollout:
+    actions: torch.Tensor  # [B, steps] pair index, P = finish, -1 = episode already over
+    logp: torch.Tensor  # [B, steps] log-probability of each action (0 where over)
+    entropy: torch.Tensor  # [B, steps]
+    executed: torch.Tensor  # [B, P] bool
+    order: list[list[int]]  # per item, pairs executed in order
+    final: torch.Tensor  # [B] the executed pair whose answer counts
+    spent_est: torch.Tensor  # [B] estimated cost / cost_ref
+
+
+def rollout(
+    net: PolicyNet,
+    batch: EpisodeBatch,
+    lam: torch.Tensor,
+    *,
+    max_steps: int,
+    mode: str = "sample",
+    forced: torch.Tensor | None = None,
+    targets: torch.Tensor | None = None,
+    generator: torch.Generator | None = None,
+    reveal: Callable[[torch.Tensor], None] | None = None,
+) -> Rollout:
+    """Run episodes: mode "sample" (RL), "greedy" (routing) or "forced" (teacher forcing / re-scoring `forced`).
+
+    With `targets` [B, steps, P + 1] bool, `logp` is the log-probability of the whole target
+    set at each step (the marginal likelihood of "any of these"), while `forced` still
+    decides which action is taken. `reveal(chosen [B])` is called after each step with the pair each item executed
+    (-1 for none), so a caller can fill in the responses that execution returns.
+    """
+    b, p = batch.available.shape
+    executed = torch.zeros(b, p, dtype=torch.bool)
+    done = torch.zeros(b, dtype=torch.bool)
+    last = torch.full((b,), -1, dtype=torch.long)
+    task_h = net.encode_task(batch.task)
+    actions, logps, entropies = [], [], []
+    order: list[list[int]] = [[] for _ in range(b)]
+    for step in range(max_steps + 1):
+        state, candidate, _ = observe(net, batch, lam, executed, last, step, max_steps)
+        allowed = batch.available & ~executed & (step < max_steps)
+        finish_allowed = executed.any(-1) | ~allowed.any(-1)
+        logits = net.action_logits(task_h, state, lam, batch.pairs, candidate, allowed, finish_allowed)
+        logprobs = torch.log_softmax(logits, dim=-1)  # [B, P+1]
+        if mode == "forced":
+            assert forced is not None
+            action = forced[:, step].clamp(min=0) if step < forced.shape[1] else torch.full((b,), p)
+        elif mode == "greedy":
+            action = logits.argmax(-1)
+        else:
+            action = torch.multinomial(logprobs.exp(), 1, generator=generator).squeeze(-1)
+        action = torch.where(done, torch.full_like(action, -1), action)
+        safe = action.clamp(min=0)
+        if targets is not None and step < targets.shape[1]:
+            in_set = targets[:, step] & torch.isfinite(logprobs)
+            # Rows without a target (or already over) score their best allowed action, masked to 0
+            # below: logsumexp over a set with no finite entry would make NaN gradients.
+            empty = (~in_set.any(-1) | done).unsqueeze(1)
+            fallback = torch.nn.functional.one_hot(logits.argmax(-1), logits.shape[1]).bool()
+            in_set = torch.where(empty, fallback, in_set)
+            logp = torch.logsumexp(logprobs.masked_fill(~in_set, -math.inf), dim=-1)
+            logp = logp.masked_fill(empty.squeeze(1), 0.0)
+        else:
+            logp = logprobs.gather(1, safe.unsqueeze(1)).squeeze(1).masked_fill(done, 0.0)
+        probs = logprobs.exp()
+        entropy = -(probs * logprobs.masked_fill(probs == 0, 0.0)).sum(-1).masked_fill(done, 0.0)
+        actions.append(action)
+        logps.append(logp)
+        entropies.append(entropy)
+        calls = (action >= 0) & (action < p)
+        chosen = torch.where(calls, action, torch.full_like(action, -1))
+        executed = executed | (torch.nn.functional.one_hot(chosen.clamp(min=0), p).bool() & calls.unsqueeze(1))
+        for i in torch.nonzero(calls).flatten().tolist():
+            order[i].append(int(action[i]))
+        if reveal is not None:
+            reveal(chosen)
+        last = torch.where(calls, action, last)
+        done = done | (action == p)
+        if bool(done.all()):
+            break
+    rel = reliability(net, batch, executed)
+    final = torch.where(executed.any(-1), rel.masked_fill(~executed, -1.0).argmax(-1), torch.full((b,), -1))
+    return Rollout(
+        actions=torch.stack(actions, dim=1),
+        logp=torch.stack(logps, dim=1),
+        entropy=torch.stack(entropies, dim=1),
+        executed=executed,
+        order=order,
+        final=final,
+        spent_est=(batch.cost_est * executed.float()).sum(-1),
+    )
+
+
+def episode_reward(batch: EpisodeBatch, out: Rollout, lam: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(reward [B], correct [B]): the final answer's recorded score minus λ times the recorded normalized cost."""
+    assert batch.score is not None and batch.cost is not None
+    correct = batch.score.gather(1, out.final.clamp(min=0).unsqueeze(1)).squeeze(1) * (out.final >= 0).float()
+    spent = (batch.cost * out.executed.float()).sum(-1)
+    return correct - lam * spent, correct

@@ -1,0 +1,157 @@
+"""The learned policy as a routing `Method`: fit = SFT then RL on train; route = greedy episodes at λ.
+
+Routing an item is an episode: the policy calls a pair, reads what came back (its
+response, through `executed_response`, judged by the reliability head and compared with
+other executed answers), and either finishes or calls another pair: a repair when the
+answer looks wrong, or a cheap second opinion. Every call is counted in the cost. The
+answer that counts is the executed one the reliability head trusts most.
+
+For an unseen pool (`probe` given), pair features are calibrated on the probe items, so
+the network trained on the train pool scores pairs it never saw.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from orchestrator.learning.dataset import Embedder, PoolContext, default_embedder, encode, make_context
+from orchestrator.learning.episode import EpisodeBatch, rollout
+from orchestrator.learning.features import answer_key, response_surface
+from orchestrator.learning.model import PolicyConfig, PolicyNet
+from orchestrator.learning.rl import RLConfig, evaluate_reward, train_rl
+from orchestrator.learning.sft import ExtraTrajectories, SFTConfig, extra_from_records, train_sft
+from orchestrator.routing.methods import Routes, executed_response
+from orchestrator.routing.table import OutcomeTable, load_prices
+
+# λ prices cost in units of the pool's most expensive pair: 0 = accuracy only, 2 = cost dominates.
+DEFAULT_KNOBS = (0.0, 0.01, 0.02, 0.03, 0.04, 0.05, 0.065, 0.08, 0.1, 0.15, 0.2, 0.35, 0.5, 1.0, 2.0)
+
+
+@dataclass(frozen=True)
+class LearnedConfig:
+    """Everything `LearnedMethod` trains with."""
+
+    policy: PolicyConfig = field(default_factory=PolicyConfig)  # network sizes
+    sft: SFTConfig = field(default_factory=SFTConfig)  # supervised stage
+    rl: RLConfig = field(default_factory=RLConfig)  # GRPO stage
+    knobs: tuple[float, ...] = DEFAULT_KNOBS  # λ values swept for the frontier
+    prices: str | None = None  # a prices.json for the price features (else derived from calibration)
+    threads: int = 1  # torch CPU threads (small MLPs: more threads mostly contend)
+
+    @classmethod
+    def from_mapping(cls, config: Mapping[str, Any] | None) -> LearnedConfig:
+        """From a plain dict: {"sft": {...}, "rl": {...}, "policy": {...}, "knobs": [...], ...}."""
+        config = dict(config or {})
+        base = cls()
+        return cls(
+            policy=replace(base.policy, **config.get("policy", {})),
+            sft=replace(base.sft, **config.get("sft", {})),
+            rl=replace(base.rl, **config.get("rl", {})),
+            knobs=tuple(float(k) for k in config.get("knobs", base.knobs)),
+            prices=config.get("prices", base.prices),
+            threads=int(config.get("threads", base.threads)),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class LearnedMethod:
+    """The learned orchestrator, evaluated like any router (`python -m orchestrator.evaluate`)."""
+
+    name = "learned"
+
+    def __init__(
+        self,
+        config: Mapping[str, Any] | None = None,
+        *,
+        embedder: Embedder | None = None,
+        extra_trajectories: list[dict[str, Any]] | None = None,
+    ) -> None:
+        self.config = LearnedConfig.from_mapping(config)
+        self.knobs = self.config.knobs
+        self.embedder = embedder or default_embedder
+        self.extra_records = extra_trajectories or []
+        self.net: PolicyNet | None = None
+        self.context: PoolContext | None = None
+        self.metrics: dict[str, float] = {}
+        self._embedded: dict[int, np.ndarray] = {}
+
+    def _embed(self, table: OutcomeTable) -> np.ndarray:
+        key = hash(tuple(table.prompts))
+        if key not in self._embedded:
+            self._embedded[key] = np.asarray(self.embedder(list(table.prompts)), dtype=np.float32)
+        return self._embedded[key]
+
+    def _prices(self) -> dict[str, dict[str, float]] | None:
+        return load_prices(Path(self.config.prices)) if self.config.prices else None
+
+    def fit(self, train: OutcomeTable, *, seed: int, probe: OutcomeTable | None = None) -> None:
+        torch.set_num_threads(self.config.threads)
+        torch.manual_seed(seed)
+        emb = self._embed(train)
+        context = make_context(train, emb, self._prices())
+        batch = encode(train, emb, context, with_outcomes=True, exclude_self=True)
+        net = PolicyNet(self.config.policy)
+        extra: ExtraTrajectories | None = None
+        if self.extra_records:
+            extra = extra_from_records(self.extra_records, train.item_ids, train.pairs)
+        self.metrics = fit_policy(net, batch, self.config, seed=seed, extra=extra)
+        self.net = net
+        self.context = context if probe is None else make_context(probe, self._embed(probe), self._prices())
+
+    def route(self, test: OutcomeTable, *, knob: float | None = None) -> Routes:
+        if self.net is None or self.context is None:
+            raise RuntimeError("fit the method before routing")
+        lam = float(knob if knob is not None else self.knobs[len(self.knobs) // 2])
+        batch = encode(test, self._embed(test), self.context, with_outcomes=False)
+        return route_batch(self.net, batch, test, lam, max_steps=self.config.sft.max_steps)
+
+
+def fit_policy(
+    net: PolicyNet,
+    batch: EpisodeBatch,
+    config: LearnedConfig,
+    *,
+    seed: int,
+    extra: ExtraTrajectories | None = None,
+    progress_sft: Any = None,
+    progress_rl: Any = None,
+) -> dict[str, float]:
+    """SFT then RL on one pool's episodes; metrics include the greedy reward before and after."""
+    start = time.perf_counter()
+    lams = (0.0, 0.1, 0.5, 1.0)
+    metrics = {"eval/reward_untrained": evaluate_reward(net, batch, lams, config.sft.max_steps)}
+    metrics |= train_sft(net, batch, replace(config.sft, seed=seed), extra=extra, progress=progress_sft)
+    metrics["eval/reward_sft"] = evaluate_reward(net, batch, lams, config.sft.max_steps)
+    if config.rl.iterations > 0:
+        metrics |= train_rl(net, batch, replace(config.rl, seed=seed), progress=progress_rl)
+    metrics["eval/reward_rl"] = evaluate_reward(net, batch, lams, config.sft.max_steps)
+    metrics["time/fit_s"] = time.perf_counter() - start
+    return metrics
+
+
+def route_batch(net: PolicyNet, batch: EpisodeBatch, test: OutcomeTable, lam: float, *, max_steps: int) -> Routes:
+    """Greedy episodes; each executed pair's response is read only once it is executed."""
+    seen: list[dict[str, int]] = [{} for _ in range(test.n_items)]
+
+    def reveal(chosen: torch.Tensor) -> None:
+        for i in torch.nonzero(chosen >= 0).flatten().tolist():
+            j = int(chosen[i])
+            response = executed_response(test, i, j)
+            key = answer_key(response)
+            if key is not None:
+                batch.answers[i, j] = seen[i].setdefault(key, len(seen[i]))
+            batch.surface[i, j] = torch.from_numpy(response_surface(response))
+
+    with torch.no_grad():
+        out = rollout(net, batch, torch.full((test.n_items,), lam), max_steps=max_steps, mode="greedy", reveal=reveal)
+    executed = [tuple(calls) for calls in out.order]
+    return Routes(executed=executed, final=[int(j) for j in out.final.tolist()])

@@ -1,0 +1,162 @@
+"""GRPO-style RL on the recorded outcome table: group-relative advantages, clipped policy gradient.
+
+For each sampled task, λ is drawn once and the policy plays a group of G episodes (pair
+calls, then finish). Each episode is scored on the recorded outcomes, which are real:
+
+    reward = correct - λ·normalized cost - violation_penalty·violations
+
+The advantage of an episode is its reward minus the group mean, over the group std (with
+a floor), plus a small diversity bonus: a first pair the rest of the group did not pick. The
+objective is PPO's clipped surrogate per action, plus a KL penalty toward the SFT policy
+(k3 estimator) and a small entropy bonus. The reliability head is not trained here.
+
+Inadmissible pairs are masked out of the action distribution, so a sampled episode
+cannot commit a protocol violation: `rl/violations` counts them and stays 0; the penalty
+term is kept so the reward matches the protocol's definition.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from orchestrator.learning.episode import EpisodeBatch, episode_reward, rollout
+from orchestrator.learning.model import PolicyNet
+from orchestrator.learning.sft import SFTConfig, sample_lambdas
+
+
+@dataclass(frozen=True)
+class RLConfig:
+    """GRPO stage."""
+
+    iterations: int = 120  # policy updates
+    tasks_per_iteration: int = 64  # tasks sampled per update
+    group: int = 8  # episodes per task (the group of GRPO)
+    lr: float = 3e-4  # AdamW learning rate
+    update_epochs: int = 2  # gradient passes over each batch of episodes
+    clip: float = 0.2  # PPO ratio clip
+    kl_coef: float = 0.02  # KL penalty toward the SFT policy
+    entropy_coef: float = 0.003  # entropy bonus
+    diversity_coef: float = 0.02  # bonus for a first pair the rest of the group did not pick
+    std_floor: float = 0.1  # floor of the group reward std in the advantage
+    violation_penalty: float = 1.0  # reward subtracted per protocol violation
+    max_steps: int = 3  # pair calls per episode at most
+    lam_max: float = 2.0  # λ is drawn log-uniform in [lam_min, lam_max], or 0
+    lam_min: float = 0.005  # smallest non-zero λ
+    lam_zero: float = 0.15  # probability of λ = 0
+    seed: int = 0  # seeds tasks, λ and sampling
+
+
+def group_advantages(reward: torch.Tensor, group: int, std_floor: float) -> torch.Tensor:
+    """[N*G] rewards laid out task-major -> advantages normalized within each task's group.
+
+    The std has a floor, so a group whose episodes differ only by a sliver of cost does not
+    turn that sliver into a full unit of advantage.
+    """
+    r = reward.view(-1, group)  # [N, G]
+    adv = (r - r.mean(1, keepdim=True)) / r.std(1, keepdim=True).clamp(min=std_floor)
+    return adv.view(-1)
+
+
+def diversity_bonus(first: torch.Tensor, group: int) -> torch.Tensor:
+    """[N*G]: 1 - the share of the rest of the group that chose the same first pair."""
+    f = first.view(-1, group)  # [N, G]
+    same = (f.unsqueeze(2) == f.unsqueeze(1)).float().sum(-1) - 1  # [N, G]
+    return (1 - same / max(group - 1, 1)).view(-1)
+
+
+def evaluate_reward(net: PolicyNet, batch: EpisodeBatch, lams: tuple[float, ...], max_steps: int) -> float:
+    """Mean greedy-episode reward over the items, averaged over a grid of λ."""
+    rewards = []
+    with torch.no_grad():
+        for lam in lams:
+            lam_t = torch.full((batch.task.shape[0],), lam)
+            out = rollout(net, batch, lam_t, max_steps=max_steps, mode="greedy")
+            rewards.append(episode_reward(batch, out, lam_t)[0].mean().item())
+    return float(np.mean(rewards))
+
+
+def train_rl(
+    net: PolicyNet,
+    batch: EpisodeBatch,
+    config: RLConfig,
+    *,
+    progress: Callable[[int, int, dict[str, float]], None] | None = None,
+) -> dict[str, float]:
+    """Improve the policy on the recorded outcomes of `batch`; returns the last metrics."""
+    # --- seeding ---
+    rng = np.random.default_rng(config.seed)
+    torch.manual_seed(config.seed)
+    gen = torch.Generator().manual_seed(config.seed)
+    start = time.perf_counter()
+
+    reference = copy.deepcopy(net).eval()
+    params = [p for name, p in net.named_parameters() if not name.startswith(("rel_", "reliability"))]
+    optim = torch.optim.AdamW(params, lr=config.lr, weight_decay=0.0)
+    lam_cfg = SFTConfig(lam_min=config.lam_min, lam_max=config.lam_max, lam_zero=config.lam_zero)
+    n = batch.task.shape[0]
+    metrics: dict[str, float] = {}
+    for it in range(config.iterations):
+        tasks = rng.choice(n, size=min(config.tasks_per_iteration, n), replace=False)
+        lam_task = sample_lambdas(len(tasks), lam_cfg, rng)
+        idx = torch.from_numpy(np.repeat(tasks, config.group))  # [N*G] task-major
+        lam = torch.from_numpy(np.repeat(lam_task, config.group))
+        episodes = batch.rows(idx)
+
+        # --- rollout (no grad) ---
+        with torch.no_grad():
+            out = rollout(net, episodes, lam, max_steps=config.max_steps, mode="sample", generator=gen)
+            reward, correct = episode_reward(episodes, out, lam)
+            violations = torch.zeros_like(reward)  # masked sampling cannot pick an inadmissible pair
+            bonus = diversity_bonus(out.actions[:, 0], config.group)
+            total = reward - config.violation_penalty * violations
+            adv = group_advantages(total, config.group, config.std_floor)  # [N*G]
+            # The diversity bonus is added after normalizing: it breaks ties, it never dominates.
+            group_mean = bonus.view(-1, config.group).mean(1).repeat_interleave(config.group)
+            adv = adv + config.diversity_coef * (bonus - group_mean)
+            old_logp = out.logp  # [N*G, steps]
+            ref = rollout(reference, episodes, lam, max_steps=config.max_steps, mode="forced", forced=out.actions)
+            ref_logp = ref.logp
+            active = (out.actions >= 0).float()
+
+        # --- clipped policy-gradient updates ---
+        net.train()
+        for _ in range(config.update_epochs):
+            new = rollout(net, episodes, lam, max_steps=config.max_steps, mode="forced", forced=out.actions)
+            steps = min(new.logp.shape[1], old_logp.shape[1])
+            logp, act = new.logp[:, :steps], active[:, :steps]
+            ratio = torch.exp(logp - old_logp[:, :steps])
+            a = adv.unsqueeze(1)
+            surrogate = torch.min(ratio * a, ratio.clamp(1 - config.clip, 1 + config.clip) * a)
+            log_ref_ratio = ref_logp[:, :steps] - logp
+            kl = torch.exp(log_ref_ratio) - log_ref_ratio - 1  # k3 estimator of KL(π || π_ref)
+            denom = act.sum().clamp(min=1)
+            pg_loss = -(surrogate * act).sum() / denom
+            kl_loss = (kl * act).sum() / denom
+            entropy = (new.entropy[:, :steps] * act).sum() / denom
+            loss = pg_loss + config.kl_coef * kl_loss - config.entropy_coef * entropy
+            optim.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(params, 1.0)
+            optim.step()
+        net.eval()
+
+        metrics = {
+            "rl/reward": reward.mean().item(),
+            "rl/correct": correct.mean().item(),
+            "rl/calls": out.executed.float().sum(-1).mean().item(),
+            "rl/violations": violations.sum().item(),
+            "rl/diversity": bonus.mean().item(),
+            "loss/pg": pg_loss.item(),
+            "loss/kl": kl_loss.item(),
+            "loss/entropy": entropy.item(),
+        }
+        if progress:
+            progress(it + 1, config.iterations, metrics)
+    metrics["time/rl_s"] = time.perf_counter() - start
+    return metrics

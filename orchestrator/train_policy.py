@@ -1,0 +1,158 @@
+"""Train the learned policy (SFT then GRPO) on recorded outcomes and save a checkpoint.
+
+    python -m orchestrator.train_policy --outcomes data/outcomes/*.jsonl.gz --out .data/policy.pt [--seed 0]
+
+Every item of the given files is a training item. The checkpoint holds the network, its
+config, the training config, the metrics and the pool's calibration statistics (so the
+runtime policy can score the pairs it was trained on; an unknown pair gets the pool mean).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from orchestrator.learning.dataset import PoolContext, encode, make_context
+from orchestrator.learning.method import LearnedConfig, fit_policy
+from orchestrator.learning.model import PolicyNet, save_checkpoint
+from orchestrator.learning.sft import extra_from_records
+from orchestrator.routing.table import load_table
+
+
+def pool_payload(context: PoolContext, pairs: Sequence[tuple[str, str]]) -> dict[str, Any]:
+    """The calibration statistics of the training pool, as JSON-able lists."""
+    calib = context.calibration
+    return {
+        "pairs": [list(pair) for pair in pairs],
+        "global_acc": calib.global_acc.tolist(),
+        "domain_acc": calib.domain_acc.tolist(),
+        "domain_cost": calib.domain_cost.tolist(),
+        "cost_ref": calib.cost_ref,
+    }
+
+
+def train(
+    paths: Sequence[Path],
+    *,
+    out: Path,
+    seed: int,
+    config: LearnedConfig,
+    prices: Path | None,
+    embedder: Any = None,
+    show_progress: bool = True,
+    on_progress: Callable[[str, int, int, dict[str, float]], None] | None = None,
+    extra_trajectories: Sequence[Mapping[str, Any]] = (),
+) -> dict[str, float]:
+    """Train on every item of `paths`; write the checkpoint to `out`; return the metrics.
+
+    `on_progress(stage, done, total, metrics)` is called after every SFT epoch (stage
+    "sft") and RL update ("rl"). `extra_trajectories` are live runs,
+    {"item_id", "calls": [[model, primitive], ...], "score", "cost_preference"}, used as
+    SFT targets where their item is in the tables and their final answer was right.
+    """
+    start = time.perf_counter()
+    torch.set_num_threads(config.threads)
+    torch.manual_seed(seed)
+    np.random.seed(seed)
+    table = load_table(list(paths), prices=prices)
+    routable = np.flatnonzero(table.available().any(axis=1))
+    table = table.rows(routable)
+    if embedder is None:
+        from orchestrator.embedding import embed
+
+        emb = embed(table.prompts, progress=show_progress)
+    else:
+        emb = np.asarray(embedder(table.prompts), dtype=np.float32)
+    embedded_s = time.perf_counter() - start
+    price_map = json.loads(prices.read_text(encoding="utf-8")) if prices else None
+    context = make_context(table, emb, price_map)
+    batch = encode(table, emb, context, with_outcomes=True, exclude_self=True)
+    net = PolicyNet(config.policy)
+
+    bars: dict[str, tqdm[Any]] = {}
+
+    def progress(stage: str) -> Any:
+        def update(done: int, total: int, metrics: dict[str, float]) -> None:
+            if stage not in bars:
+                bars[stage] = tqdm(total=total, desc=stage, file=sys.stderr, disable=not show_progress)
+            bar = bars[stage]
+            bar.update(done - bar.n)
+            bar.set_postfix({k: round(v, 4) for k, v in metrics.items() if k.startswith(("loss/", "rl/r"))})
+            if on_progress is not None:
+                on_progress(stage, done, total, metrics)
+
+        return update
+
+    extra = extra_from_records(extra_trajectories, table.item_ids, table.pairs) if extra_trajectories else None
+    metrics = fit_policy(
+        net,
+        batch,
+        config,
+        seed=seed,
+        extra=extra,
+        progress_sft=progress("sft"),
+        progress_rl=progress("rl"),
+    )
+    for bar in bars.values():
+        bar.close()
+    metrics["time/embed_s"] = embedded_s
+    metrics["time/total_s"] = time.perf_counter() - start
+    metrics["data/items"] = float(table.n_items)
+    metrics["data/pairs"] = float(table.n_pairs)
+    metrics["data/extra_trajectories"] = float(len(extra.rows) if extra else 0)
+    save_checkpoint(
+        out,
+        net,
+        extra={
+            "kind": "orchestra-learned-policy",
+            "metrics": metrics,
+            "train": {**config.to_dict(), "seed": seed, "outcomes": [str(p) for p in paths]},
+            "pool": pool_payload(context, table.pairs),
+        },
+    )
+    return metrics
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m orchestrator.train_policy", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--outcomes", nargs="+", required=True, type=Path, help="outcome files (.jsonl / .jsonl.gz)")
+    parser.add_argument("--out", type=Path, default=Path(".data/policy.pt"), help="checkpoint to write")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--prices", type=Path, help="prices.json (default: the one beside the first outcome file)")
+    parser.add_argument("--epochs", type=int, help="SFT epochs (action heads and reliability head each)")
+    parser.add_argument("--rl-iterations", type=int, help="GRPO updates")
+    parser.add_argument("--config", type=Path, help="JSON config for the learned policy (as evaluate --learned-config)")
+    args = parser.parse_args(argv)
+    for path in args.outcomes:
+        if not path.is_file():
+            parser.error(f"no such file: {path}")
+    prices = args.prices
+    if prices is None and (args.outcomes[0].parent / "prices.json").is_file():
+        prices = args.outcomes[0].parent / "prices.json"
+    config = LearnedConfig.from_mapping(json.loads(args.config.read_text()) if args.config else None)
+    if args.epochs is not None:
+        config = replace(config, sft=replace(config.sft, epochs=args.epochs, reliability_epochs=args.epochs))
+    if args.rl_iterations is not None:
+        config = replace(config, rl=replace(config.rl, iterations=args.rl_iterations))
+    metrics = train(args.outcomes, out=args.out, seed=args.seed, config=config, prices=prices)
+    print(f"trained on {int(metrics['data/items'])} items x {int(metrics['data/pairs'])} pairs")
+    print(f"time: {metrics['time/total_s']:.1f}s (embedding {metrics['time/embed_s']:.1f}s)")
+    for key in sorted(metrics):
+        if not key.startswith(("time/", "data/")):
+            print(f"  {key:24s} {metrics[key]:.4f}")
+    print(f"checkpoint: {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

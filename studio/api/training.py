@@ -1,0 +1,90 @@
+"""Training jobs and checkpoints. Researchers and admins start jobs and promote checkpoints."""
+
+from datetime import datetime
+from typing import Any
+
+from django.db.models import QuerySet
+from django.http import HttpRequest
+from ninja import Field, Router, Schema, Status
+from ninja.pagination import LimitOffsetPagination, paginate
+
+from studio.api.auth import current_user, role
+from studio.errors import NotFound
+from studio.models import Checkpoint, CheckpointKind, Role, TrainingJob
+from studio.services.training import checkpoint_promote, training_job_create
+
+router = Router(tags=["training"], auth=role(Role.RESEARCHER))
+
+
+class TrainingJobIn(Schema):
+    kind: CheckpointKind = CheckpointKind.POLICY
+    config: dict[str, Any] = Field(
+        default_factory=dict,
+        description="seed, outcomes (shipped file names; default all), and trainer sizes (docs/learning.md)",
+    )
+
+
+class TrainingJobOut(Schema):
+    id: int
+    kind: str
+    status: str
+    config: dict[str, Any]
+    progress: float
+    message: str
+    metrics: dict[str, Any]
+    checkpoint_id: int | None
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+
+
+class TrainingJobDetailOut(TrainingJobOut):
+    history: list[dict[str, Any]]
+
+
+class CheckpointOut(Schema):
+    id: int
+    kind: str
+    name: str
+    path: str
+    config: dict[str, Any]
+    metrics: dict[str, Any]
+    lineage: dict[str, Any]
+    is_default: bool
+    created_at: datetime
+
+
+@router.post("/training/jobs", response={201: TrainingJobOut})
+def create_training_job(request: HttpRequest, payload: TrainingJobIn) -> Status:
+    """Queue a training job on queue `training`; follow it here or on /ws/training/<id>/."""
+    return Status(201, training_job_create(user=current_user(request), kind=payload.kind, config=payload.config))
+
+
+@router.get("/training/jobs", response=list[TrainingJobOut])
+@paginate(LimitOffsetPagination)
+def list_training_jobs(request: HttpRequest) -> QuerySet[TrainingJob]:
+    """Training jobs, newest first."""
+    return TrainingJob.objects.all()
+
+
+@router.get("/training/jobs/{job_id}", response=TrainingJobDetailOut)
+def get_training_job(request: HttpRequest, job_id: int) -> TrainingJob:
+    """One job with its metric history (for curves)."""
+    job = TrainingJob.objects.filter(pk=job_id).first()
+    if job is None:
+        raise NotFound(f"There is no training job with id {job_id}.")
+    return job
+
+
+@router.get("/checkpoints", response=list[CheckpointOut])
+@paginate(LimitOffsetPagination)
+def list_checkpoints(request: HttpRequest, kind: CheckpointKind | None = None) -> QuerySet[Checkpoint]:
+    """Checkpoints with their metrics, newest first; the default of each kind is marked."""
+    checkpoints = Checkpoint.objects.all()
+    return checkpoints.filter(kind=kind) if kind else checkpoints
+
+
+@router.post("/checkpoints/{checkpoint_id}/promote", response=CheckpointOut)
+def promote_checkpoint(request: HttpRequest, checkpoint_id: int) -> Checkpoint:
+    """Make this checkpoint the default of its kind."""
+    return checkpoint_promote(checkpoint_id=checkpoint_id)

@@ -1,0 +1,56 @@
+"""Which policy a run acts under, and with what: its config plus, for the learned policy,
+the checkpoint it loads (the one the run names, else the default policy checkpoint)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+
+from orchestrator.policies import make_policy
+from studio.errors import Invalid
+from studio.models import Checkpoint, CheckpointKind
+
+CHECKPOINTED = {"learned"}  # policies that load a trained checkpoint
+
+
+def run_checkpoint(*, policy: str, checkpoint_id: int | None) -> Checkpoint | None:
+    """The checkpoint a new run of `policy` uses; a clear 422 when there is none to use."""
+    if policy not in CHECKPOINTED:
+        if checkpoint_id is not None:
+            raise Invalid("checkpoint_id", f"The {policy!r} policy uses no checkpoint.")
+        return None
+    checkpoints = Checkpoint.objects.filter(kind=CheckpointKind.POLICY)
+    if checkpoint_id is not None:
+        checkpoint = checkpoints.filter(pk=checkpoint_id).first()
+        if checkpoint is None:
+            raise Invalid("checkpoint_id", f"There is no policy checkpoint with id {checkpoint_id}.")
+        return checkpoint
+    checkpoint = checkpoints.filter(is_default=True).first()
+    if checkpoint is None:
+        raise Invalid(
+            "checkpoint_id",
+            "The learned policy needs a trained checkpoint and none is the default yet: "
+            "train one (POST /api/training/jobs) or name one with checkpoint_id.",
+        )
+    return checkpoint
+
+
+def policy_config(config: dict[str, Any], checkpoint: Checkpoint | None) -> dict[str, Any]:
+    """The config a policy is made with: the run's own, plus its checkpoint's file."""
+    if checkpoint is None:
+        return dict(config)
+    return {**config, "checkpoint": str(Path(settings.DATA_DIR) / checkpoint.path)}
+
+
+def check_policy(name: str, config: dict[str, Any], checkpoint: Checkpoint | None = None) -> None:
+    """Refuse, with a 422 naming the field, a policy that does not exist or will not load."""
+    if "checkpoint" in config:
+        raise Invalid("policy_config", "Name a checkpoint with checkpoint_id, not by its path.")
+    try:
+        make_policy(name, policy_config(config, checkpoint))
+    except KeyError as exc:
+        raise Invalid("policy", str(exc.args[0])) from None
+    except (TypeError, ValueError, OSError, RuntimeError) as exc:
+        raise Invalid("policy_config", f"The policy's configuration is not valid: {exc}") from None

@@ -1,0 +1,140 @@
+"""Training jobs and checkpoints: queue a job, record its progress, keep what it made.
+
+A job runs on queue `training` (workers.tasks.train). Its progress is written to the row
+(for a page that polls or reloads) and sent to the channel group `training.<id>` (for one
+that watches live). What it trains is stored as a Checkpoint with its config, metrics and
+lineage; the first checkpoint of a kind becomes the default, and `checkpoint_promote`
+makes another one the default.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from studio.errors import Conflict, Invalid, NotFound
+from studio.models import Checkpoint, CheckpointKind, JobStatus, TrainingJob, User
+from studio.notifier import notifier
+
+HISTORY_LIMIT = 2000  # points kept for curves; later points thin the history evenly
+TRAINABLE = {CheckpointKind.POLICY}  # the reward model's trainer arrives with OrchRM
+
+
+def training_group(job_id: int) -> str:
+    return f"training.{job_id}"
+
+
+def checkpoints_dir() -> Path:
+    return Path(settings.DATA_DIR) / "checkpoints"
+
+
+def check_training_config(kind: str, config: dict[str, Any]) -> None:
+    if kind not in TRAINABLE:
+        known = ", ".join(sorted(TRAINABLE))
+        raise Invalid("kind", f"Training {kind!r} is not available; trainable kinds: {known}.")
+    seed = config.get("seed", 0)
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise Invalid("config.seed", "seed must be a non-negative integer.")
+    outcomes = config.get("outcomes", [])
+    if not isinstance(outcomes, list) or not all(isinstance(name, str) and name for name in outcomes):
+        raise Invalid("config.outcomes", "outcomes must be a list of outcome file names.")
+    shipped = {path.name for path in shipped_outcomes()}
+    unknown = sorted(set(outcomes) - shipped)
+    if unknown:
+        known = ", ".join(sorted(shipped))
+        raise Invalid("config.outcomes", f"Unknown outcome files: {', '.join(unknown)}; shipped: {known}.")
+
+
+def shipped_outcomes() -> list[Path]:
+    return sorted((Path(settings.BASE_DIR) / "data" / "outcomes").glob("*.jsonl.gz"))
+
+
+@transaction.atomic
+def training_job_create(*, user: User, kind: str, config: dict[str, Any]) -> TrainingJob:
+    """Queue a training job; it starts when a worker on queue `training` is free."""
+    check_training_config(kind, config)
+    job = TrainingJob.objects.create(kind=kind, config=config, created_by=user)
+    from workers.tasks import train
+
+    transaction.on_commit(lambda: train.delay(job.pk))
+    return job
+
+
+def _notify(job: TrainingJob) -> None:
+    message = {
+        "id": job.pk, "status": job.status, "progress": job.progress, "metrics": job.metrics, "message": job.message,
+    }  # fmt: skip
+    transaction.on_commit(lambda: notifier.notify(training_group(job.pk), {"type": "training.progress", **message}))
+
+
+@transaction.atomic
+def training_job_start(*, job_id: int) -> TrainingJob | None:
+    """Mark a queued job running; None when it is gone or no longer queued."""
+    job = TrainingJob.objects.select_for_update().filter(pk=job_id).first()
+    if job is None or job.status != JobStatus.QUEUED:
+        return None
+    job.status, job.started_at, job.message = JobStatus.RUNNING, timezone.now(), "started"
+    job.save(update_fields=["status", "started_at", "message"])
+    _notify(job)
+    return job
+
+
+@transaction.atomic
+def training_job_progress(*, job_id: int, progress: float, stage: str, metrics: dict[str, float]) -> None:
+    """Record where a running job is: a fraction in [0, 1], a stage, the latest metrics."""
+    job = TrainingJob.objects.select_for_update().get(pk=job_id)
+    job.progress = min(1.0, max(job.progress, progress))
+    job.message = stage
+    job.metrics = {**job.metrics, **metrics}
+    history = [*job.history, {"progress": round(job.progress, 4), "stage": stage, **metrics}]
+    job.history = history[::2] if len(history) > HISTORY_LIMIT else history
+    job.save(update_fields=["progress", "message", "metrics", "history"])
+    _notify(job)
+
+
+@transaction.atomic
+def training_job_finish(
+    *, job_id: int, path: Path, config: dict[str, Any], metrics: dict[str, Any], lineage: dict[str, Any]
+) -> Checkpoint:
+    """Keep the job's checkpoint; the first of its kind becomes the default."""
+    job = TrainingJob.objects.select_for_update().get(pk=job_id)
+    name = f"{job.kind}-{job.pk}"
+    has_default = Checkpoint.objects.filter(kind=job.kind, is_default=True).exists()
+    checkpoint = Checkpoint.objects.create(
+        kind=job.kind, name=name, path=str(path.relative_to(settings.DATA_DIR)), config=config, metrics=metrics,
+        lineage=lineage, is_default=not has_default, created_by=job.created_by,
+    )  # fmt: skip
+    job.status, job.progress, job.finished_at = JobStatus.SUCCEEDED, 1.0, timezone.now()
+    job.metrics, job.checkpoint, job.message = {**job.metrics, **metrics}, checkpoint, "finished"
+    job.save(update_fields=["status", "progress", "finished_at", "metrics", "checkpoint", "message"])
+    _notify(job)
+    return checkpoint
+
+
+@transaction.atomic
+def training_job_fail(*, job_id: int, message: str) -> None:
+    job = TrainingJob.objects.select_for_update().filter(pk=job_id).first()
+    if job is None:
+        return
+    job.status, job.finished_at, job.message = JobStatus.FAILED, timezone.now(), message[:2000]
+    job.save(update_fields=["status", "finished_at", "message"])
+    _notify(job)
+
+
+@transaction.atomic
+def checkpoint_promote(*, checkpoint_id: int) -> Checkpoint:
+    """Make a checkpoint the default of its kind (the one runs use when they name none)."""
+    checkpoint = Checkpoint.objects.select_for_update().filter(pk=checkpoint_id).first()
+    if checkpoint is None:
+        raise NotFound(f"There is no checkpoint with id {checkpoint_id}.")
+    if not (Path(settings.DATA_DIR) / checkpoint.path).is_file():
+        raise Conflict(f"Checkpoint {checkpoint.name}'s file {checkpoint.path} is missing; it cannot be the default.")
+    Checkpoint.objects.filter(kind=checkpoint.kind, is_default=True).exclude(pk=checkpoint.pk).update(is_default=False)
+    if not checkpoint.is_default:
+        checkpoint.is_default = True
+        checkpoint.save(update_fields=["is_default"])
+    return checkpoint

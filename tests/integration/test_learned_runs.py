@@ -1,0 +1,135 @@
+"""The learned policy in the studio: a training job's checkpoint drives real runs on a replay
+pool through a real Celery worker, and a job's progress and failure are recorded."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.test import override_settings
+
+from orchestrator.learning.method import LearnedConfig
+from orchestrator.outcomes import OutcomeRecord
+from orchestrator.train_policy import train
+from studio.models import Attempt, Checkpoint, JobStatus, ModelPool, Role, TrainingJob
+from studio.services.outcomes import outcomes_import
+from studio.services.runs import run_create
+from studio.services.tasks import task_create
+from studio.services.training import checkpoint_promote
+from tests.factories import UserFactory
+from tests.orchestrator.synthetic import write
+from tests.orchestrator.synthetic_outcomes import synthetic_table
+from tests.support.runs import wait_for_run
+from workers import training
+from workers.policy_training import live_trajectories
+
+pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
+
+TINY = {
+    "policy": {"hidden": 32},
+    "sft": {"reliability_epochs": 8, "epochs": 10, "batch_size": 32},
+    "rl": {"iterations": 10, "tasks_per_iteration": 32, "group": 4},
+    "threads": 1,
+}
+
+
+def synthetic_outcomes(folder: Path) -> tuple[Path, dict[str, Any]]:
+    """The synthetic table's outcomes as a file (every item recorded for every pair)."""
+    table, emb = synthetic_table(n=160, seed=0)
+    records = [
+        OutcomeRecord(
+            source="synthetic",
+            item_id=table.item_ids[i],
+            split=None,
+            benchmark="synthetic",
+            domain=table.domains[i],
+            prompt=table.prompts[i],
+            gold=None,
+            model=model,
+            primitive=primitive,
+            response=table.responses[i][j],
+            score=float(table.score[i, j]),
+            prompt_tokens=100,
+            completion_tokens=10,
+            cost_usd=float(table.cost[i, j]),
+            latency_s=None,
+        )  # fmt: skip
+        for i in range(table.n_items)
+        for j, (model, primitive) in enumerate(table.pairs)
+    ]
+    vectors = {prompt: emb[i] for i, prompt in enumerate(table.prompts)}
+    return write(folder / "synthetic.jsonl.gz", records), vectors
+
+
+def tiny_trainer(outcomes: Path, vectors: dict[str, Any]) -> training.Trainer:
+    """The policy trainer on the synthetic file with known vectors (the real MiniLM is
+    exercised by the runtime policy below and by orchestrator's tests)."""
+    import numpy as np
+
+    def trainer(job: TrainingJob, progress: training.Progress, out: Path) -> training.Trained:
+        def report(stage: str, done: int, total: int, metrics: dict[str, float]) -> None:
+            progress(stage, done / max(1, total), metrics)
+
+        metrics = train(
+            [outcomes], out=out, seed=int(job.config.get("seed", 0)), config=LearnedConfig.from_mapping(TINY),
+            prices=None, embedder=lambda texts: np.stack([vectors[t] for t in texts]), show_progress=False,
+            on_progress=report, extra_trajectories=live_trajectories(),
+        )  # fmt: skip
+        return training.Trained(path=out, config=TINY, metrics=metrics, lineage={"outcomes": [outcomes.name]})
+
+    return trainer
+
+
+def test_a_trained_checkpoint_drives_runs(
+    celery_worker: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    outcomes, vectors = synthetic_outcomes(tmp_path)
+    outcomes_import(path=outcomes, prices={}, pool_name="synthetic-replay")
+    pool = ModelPool.objects.get(name="synthetic-replay")
+    researcher = UserFactory(role=Role.RESEARCHER)
+    monkeypatch.setitem(training.TRAINERS, "policy", tiny_trainer(outcomes, vectors))
+    with override_settings(DATA_DIR=tmp_path):
+        job = TrainingJob.objects.create(kind="policy", config={"seed": 0}, created_by=researcher)
+        training.run_job(job.pk)
+        job.refresh_from_db()
+        assert job.status == JobStatus.SUCCEEDED, job.message
+        assert job.history and {point["stage"] for point in job.history} >= {"sft", "rl"}
+        checkpoint = Checkpoint.objects.get()
+        assert (checkpoint.is_default, job.checkpoint_id) == (True, checkpoint.pk)  # the first becomes the default
+        assert (tmp_path / checkpoint.path).is_file()
+        assert checkpoint.metrics["eval/reward_rl"] > checkpoint.metrics["eval/reward_untrained"]
+
+        prompt = "question 3"  # a recorded item's text: replay answers whichever pair is chosen
+        task = task_create(owner=researcher, text=prompt, metadata={"item_id": "t.3"})
+        runs = [
+            wait_for_run(run_create(owner=researcher, task_id=task.pk, pool_id=pool.pk, policy="learned",
+                                    cost_preference=lam).pk)
+            for lam in (0.0, 2.0)
+        ]  # fmt: skip
+    for run in runs:
+        assert run.status == "succeeded", run.end_reason
+        assert run.checkpoint_id == checkpoint.pk
+        assert run.verification["method"] == "recorded_score"
+        assert Attempt.objects.filter(node__run=run).count() == 1  # one node, solved at the first try
+    # A higher cost preference never buys a dearer answer.
+    assert runs[1].cost_usd <= runs[0].cost_usd
+
+
+def test_a_failing_trainer_marks_the_job_failed(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    def broken(job: TrainingJob, progress: training.Progress, out: Path) -> training.Trained:
+        progress("sft", 0.1, {"loss/sft": 2.0})
+        raise ValueError("the outcome table has no routable item")
+
+    monkeypatch.setitem(training.TRAINERS, "policy", broken)
+    job = TrainingJob.objects.create(kind="policy", created_by=UserFactory(role=Role.RESEARCHER))
+    with override_settings(DATA_DIR=tmp_path):
+        training.run_job(job.pk)
+        training.run_job(job.pk)  # delivered again: a finished job is left as it is
+    job.refresh_from_db()
+    assert job.status == JobStatus.FAILED
+    assert job.message == "ValueError: the outcome table has no routable item"
+    assert job.metrics == {"loss/sft": 2.0}
+    assert Checkpoint.objects.count() == 0
+    with pytest.raises(Exception, match="no checkpoint"):
+        checkpoint_promote(checkpoint_id=12345)

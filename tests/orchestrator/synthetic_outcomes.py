@@ -1,0 +1,57 @@
+"""A tiny, seeded outcome table with a learnable structure, for the learned policy's tests.
+
+Three pairs: a cheap one right on "easy" items (first embedding coordinate > 0), a mid one
+right on most items, an expensive one right on almost all. Responses are the choice
+letters ("A" is right), so agreement between executed pairs carries signal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from orchestrator.routing.table import OutcomeTable
+
+PAIRS = [("gpt-4", "direct"), ("llama-2-70b-chat", "direct"), ("mistral-7b-chat", "direct")]
+COSTS = (5e-3, 5e-4, 1e-4)
+
+
+def synthetic_table(n: int = 160, seed: int = 0, dim: int = 384) -> tuple[OutcomeTable, np.ndarray]:
+    """(table, embeddings [n, dim]) whose best pair depends on the embedding."""
+    rng = np.random.default_rng(seed)
+    emb = rng.normal(size=(n, dim)).astype(np.float32)
+    emb[:, 0] *= 6  # the easy/hard direction dominates the text embedding
+    emb /= np.linalg.norm(emb, axis=1, keepdims=True)
+    easy = emb[:, 0] > 0
+    score = np.zeros((n, 3))
+    score[:, 0] = rng.random(n) < 0.95
+    score[:, 1] = np.where(easy, rng.random(n) < 0.9, rng.random(n) < 0.5)
+    score[:, 2] = np.where(easy, rng.random(n) < 0.9, rng.random(n) < 0.1)
+    cost = np.tile(np.array(COSTS), (n, 1)) * rng.uniform(0.8, 1.2, size=(n, 3))
+    responses: list[list[str | None]] = [["A" if s else "B" for s in row] for row in score]
+    table = OutcomeTable(
+        item_ids=[f"t.{i}" for i in range(n)],
+        prompts=[f"question {i}" for i in range(n)],
+        benchmarks=["synthetic"] * n,
+        domains=["reasoning" if i % 2 else "math" for i in range(n)],
+        splits=[None] * n,
+        sources=["synthetic"] * n,
+        pairs=list(PAIRS),
+        score=score,
+        cost=cost,
+        tokens_in=np.full((n, 3), 100.0),
+        tokens_out=np.full((n, 3), 10.0),
+        responses=responses,
+    )
+    return table, emb
+
+
+def lookup_embedder(table: OutcomeTable, emb: np.ndarray) -> Callable[[list[str]], np.ndarray]:
+    """An embedder that returns the given vectors for the table's prompts."""
+    by_prompt = {prompt: emb[i] for i, prompt in enumerate(table.prompts)}
+
+    def embed(texts: list[str]) -> np.ndarray:
+        return np.stack([by_prompt[t] for t in texts])
+
+    return embed

@@ -1,0 +1,160 @@
+"""The learned runtime policy: trained by train_policy, it returns admissible, well-formed actions."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from orchestrator.learning.method import LearnedConfig
+from orchestrator.outcomes import OutcomeRecord, write_outcomes
+from orchestrator.policies import make_policy
+from orchestrator.policies.learned import LearnedPolicy
+from orchestrator.protocol import (
+    AttemptView,
+    Budget,
+    Decompose,
+    NodeView,
+    Observation,
+    Pair,
+    PairRef,
+    Repair,
+    Solve,
+    check_action,
+)
+from orchestrator.train_policy import train
+from tests.orchestrator.synthetic_outcomes import PAIRS, lookup_embedder, synthetic_table
+
+Checkpoint = tuple[Path, dict[str, np.ndarray]]  # the checkpoint's path and the prompts' vectors
+TINY = {
+    "policy": {"hidden": 32},
+    "sft": {"reliability_epochs": 8, "epochs": 10, "batch_size": 32},
+    "rl": {"iterations": 10, "tasks_per_iteration": 32, "group": 4},
+    "threads": 1,
+}
+# Admissible pairs as the engine shows them: the synthetic pool's models behind replay endpoints.
+DEAR, MID, CHEAP = PairRef(1, "direct"), PairRef(2, "direct"), PairRef(3, "direct")
+RUNTIME_PAIRS = (
+    Pair(DEAR, f"replay/{PAIRS[0][0]}", 10.0, 30.0),
+    Pair(MID, f"replay/{PAIRS[1][0]}", 0.9, 0.9),
+    Pair(CHEAP, f"replay/{PAIRS[2][0]}", 0.2, 0.2),
+    Pair(PairRef(1, "plan"), f"replay/{PAIRS[0][0]}", 10.0, 30.0),
+)
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Checkpoint:
+    torch.set_num_threads(1)
+    table, emb = synthetic_table(n=160, seed=0)
+    records = [
+        OutcomeRecord(
+            source="synthetic",
+            item_id=table.item_ids[i],
+            split=None,
+            benchmark="synthetic",
+            domain=table.domains[i],
+            prompt=table.prompts[i],
+            gold=None,
+            model=model,
+            primitive=primitive,
+            response=table.responses[i][j],
+            score=float(table.score[i, j]),
+            prompt_tokens=100,
+            completion_tokens=10,
+            cost_usd=float(table.cost[i, j]),
+            latency_s=None,
+        )  # fmt: skip
+        for i in range(table.n_items)
+        for j, (model, primitive) in enumerate(table.pairs)
+    ]
+    folder = tmp_path_factory.mktemp("policy")
+    outcomes = folder / "synthetic.jsonl.gz"
+    write_outcomes(outcomes, records)
+    path = folder / "policy.pt"
+    stages: set[str] = set()
+    live = [{"item_id": "t.4", "calls": [list(PAIRS[2]), list(PAIRS[0])], "score": 1.0, "cost_preference": 0.05}]
+    metrics = train(
+        [outcomes],
+        out=path,
+        seed=0,
+        config=LearnedConfig.from_mapping(TINY),
+        prices=None,
+        embedder=lookup_embedder(table, emb),
+        show_progress=False,
+        on_progress=lambda stage, done, total, _: stages.add(stage),
+        extra_trajectories=live,
+    )
+    assert metrics["eval/reward_rl"] > metrics["eval/reward_untrained"]
+    assert stages == {"sft", "rl"} and metrics["data/extra_trajectories"] == 1
+    return path, {p: emb[i] for i, p in enumerate(table.prompts)}
+
+
+def _policy(checkpoint: Checkpoint, **config: object) -> LearnedPolicy:
+    path, vectors = checkpoint
+
+    def embed(texts: list[str]) -> np.ndarray:
+        return np.stack([vectors[t] for t in texts])
+
+    policy = make_policy("learned", {"checkpoint": str(path), "embedder": embed, **config})
+    assert isinstance(policy, LearnedPolicy)
+    return policy
+
+
+def _observe(*nodes: NodeView, text: str, **fields: object) -> Observation:
+    base: dict[str, object] = {
+        "task_text": text, "decomposable": False, "nodes": nodes, "budget_left": Budget(),
+        "pairs": RUNTIME_PAIRS, "task_metadata": {"domain": "math"},
+    }  # fmt: skip
+    base.update(fields)
+    return Observation(**base)  # type: ignore[arg-type]
+
+
+def _root(text: str, **fields: object) -> NodeView:
+    base: dict[str, object] = {"key": "root", "kind": "root", "text": text, "status": "ready", "depth": 0}
+    base.update(fields)
+    return NodeView(**base)  # type: ignore[arg-type]
+
+
+def test_solves_with_an_admissible_pair_and_lambda_moves_the_choice(checkpoint: Checkpoint) -> None:
+    prices = {DEAR: 40.0, MID: 1.8, CHEAP: 0.4}
+    spent = {}
+    # A request's own cost preference overrides the preset ("best" asked for at λ = 2).
+    for name, preset, lam in (("best", "best", None), ("cheap", "cheap", None), ("override", "best", 2.0)):
+        policy = _policy(checkpoint, preset=preset)
+        chosen = []
+        for i in range(0, 40, 2):
+            observation = _observe(_root(f"question {i}"), text=f"question {i}", cost_preference=lam)
+            action = check_action(policy.act(observation), observation)
+            assert isinstance(action, Solve) and action.pair.primitive == "direct"
+            chosen.append(prices[action.pair])
+        spent[name] = np.mean(chosen)
+    assert spent["cheap"] < spent["best"]
+    assert spent["override"] < spent["best"]
+
+
+def test_repairs_a_failed_attempt_with_another_admissible_pair(checkpoint: Checkpoint) -> None:
+    policy = _policy(checkpoint, preset="cheap")
+    failed = (AttemptView(CHEAP, "error", error_kind="wrong_answer", cost_usd=1e-4),)
+    node = _root("question 3", attempts=failed)
+    observation = _observe(node, text="question 3")
+    action = check_action(policy.act(observation), observation)
+    assert isinstance(action, Repair) and action.pair in {DEAR, MID}
+
+
+def test_decides_to_delegate_plain_tasks_and_splits_composite_ones(checkpoint: Checkpoint) -> None:
+    policy = _policy(checkpoint)
+    plain = _observe(_root("question 5"), text="question 5", decomposable=True)
+    assert isinstance(check_action(policy.act(plain), plain), Solve)
+    items = [{"prompt": "question 6", "item_id": "t.6"}, {"prompt": "question 7", "item_id": "t.7"}]
+    composite = _observe(_root("two questions"), text="two", decomposable=True, task_metadata={"items": items})
+    assert isinstance(check_action(policy.act(composite), composite), Decompose)
+
+
+def test_needs_a_checkpoint(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ORCHESTRA_POLICY_CHECKPOINT", raising=False)
+    import orchestrator.policies.learned  # noqa: F401 - registers "learned"
+
+    with pytest.raises(ValueError, match="checkpoint"):
+        make_policy("learned", {})

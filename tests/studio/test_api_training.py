@@ -1,0 +1,118 @@
+"""Training jobs and checkpoints through the API, and the live progress socket."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from channels.testing import WebsocketCommunicator
+from django.test import override_settings
+
+from studio.asgi import application
+from studio.models import Checkpoint, JobStatus, Role, TrainingJob
+from studio.services.training import training_job_progress, training_job_start
+from tests.factories import UserFactory
+from tests.studio.test_consumers import ORIGIN, session_cookie
+
+pytestmark = pytest.mark.django_db
+
+
+def test_a_researcher_queues_a_policy_job_and_reads_it(api_as, django_capture_on_commit_callbacks: Any) -> None:
+    api = api_as(Role.RESEARCHER)
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        created = api.post(
+            "/training/jobs", {"kind": "policy", "config": {"seed": 3, "outcomes": ["routerbench.jsonl.gz"]}}
+        )
+    assert created.status_code == 201, created.json_body
+    assert created.json_body["status"] == "queued"
+    assert len(callbacks) == 1  # the job is sent to queue `training` once committed
+    job_id = created.json_body["id"]
+    assert api.get(f"/training/jobs/{job_id}").json_body["config"]["seed"] == 3
+    assert [j["id"] for j in api.get("/training/jobs").json_body["items"]] == [job_id]
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"kind": "reward_model"}, "kind"),
+        ({"config": {"seed": -1}}, "config.seed"),
+        ({"config": {"outcomes": ["nope.jsonl.gz"]}}, "config.outcomes"),
+        ({"config": {"outcomes": "routerbench.jsonl.gz"}}, "config.outcomes"),
+    ],
+)
+def test_a_bad_job_is_422_and_not_queued(api_as, body: dict[str, Any], field: str) -> None:
+    response = api_as(Role.RESEARCHER).post("/training/jobs", body)
+    assert response.status_code == 422
+    assert response.json_body["field"] == field
+    assert TrainingJob.objects.count() == 0
+
+
+def test_viewers_and_labelers_may_not_train(api_as) -> None:
+    for role in (Role.VIEWER, Role.LABELER):
+        api = api_as(role)
+        assert api.post("/training/jobs", {}).status_code == 403
+        assert api.get("/checkpoints").status_code == 403
+
+
+def test_progress_is_kept_for_curves(make_user) -> None:
+    job = TrainingJob.objects.create(kind="policy", created_by=make_user(Role.RESEARCHER))
+    assert training_job_start(job_id=job.pk) is not None
+    assert training_job_start(job_id=job.pk) is None  # a second delivery does not start it again
+    training_job_progress(job_id=job.pk, progress=0.25, stage="sft", metrics={"loss/sft": 1.5})
+    training_job_progress(job_id=job.pk, progress=0.5, stage="sft", metrics={"loss/sft": 0.9})
+    job.refresh_from_db()
+    assert (job.status, job.progress, job.metrics) == (JobStatus.RUNNING, 0.5, {"loss/sft": 0.9})
+    assert [point["loss/sft"] for point in job.history] == [1.5, 0.9]
+
+
+def test_promote_switches_the_default(api_as, tmp_path: Path) -> None:
+    (tmp_path / "checkpoints").mkdir()
+    for name in ("a", "b"):
+        (tmp_path / "checkpoints" / f"{name}.pt").write_bytes(b"weights")
+    first = Checkpoint.objects.create(kind="policy", name="a", path="checkpoints/a.pt", is_default=True)
+    second = Checkpoint.objects.create(kind="policy", name="b", path="checkpoints/b.pt")
+    missing = Checkpoint.objects.create(kind="policy", name="c", path="checkpoints/c.pt")
+    api = api_as(Role.RESEARCHER)
+    with override_settings(DATA_DIR=tmp_path):
+        response = api.post(f"/checkpoints/{second.pk}/promote")
+        assert response.status_code == 200
+        assert response.json_body["is_default"] is True
+        gone = api.post(f"/checkpoints/{missing.pk}/promote")
+        assert gone.status_code == 409
+        assert "missing" in gone.json_body["detail"]
+    assert api.post("/checkpoints/987654/promote").status_code == 404
+    first.refresh_from_db()
+    assert first.is_default is False
+    assert [c["name"] for c in api.get("/checkpoints", kind="policy").json_body["items"] if c["is_default"]] == ["b"]
+
+
+@pytest.mark.asyncio
+@pytest.mark.django_db(transaction=True)
+async def test_the_progress_socket_sends_the_state_then_updates() -> None:
+    from channels.db import database_sync_to_async
+
+    researcher = await database_sync_to_async(UserFactory)(role=Role.RESEARCHER)
+    viewer = await database_sync_to_async(UserFactory)(role=Role.VIEWER)
+    job = await TrainingJob.objects.acreate(kind="policy", created_by=researcher)
+
+    async def socket(user: Any) -> WebsocketCommunicator:
+        cookie = await database_sync_to_async(session_cookie)(user)
+        return WebsocketCommunicator(application, f"/ws/training/{job.pk}/", headers=[ORIGIN, cookie])
+
+    refused = await socket(viewer)
+    connected, code = await refused.connect()
+    assert (connected, code) == (False, 4403)
+    watcher = await socket(researcher)
+    connected, _ = await watcher.connect()
+    assert connected
+    first = await watcher.receive_json_from(timeout=5)
+    assert (first["kind"], first["status"], first["progress"]) == ("progress", "queued", 0.0)
+    await database_sync_to_async(training_job_start)(job_id=job.pk)
+    await database_sync_to_async(training_job_progress)(job_id=job.pk, progress=0.4, stage="rl", metrics={"x": 1.0})
+    seen = [await watcher.receive_json_from(timeout=5) for _ in range(2)]
+    assert [(m["status"], m["progress"], m["message"]) for m in seen] == [
+        ("running", 0.0, "started"),
+        ("running", 0.4, "rl"),
+    ]
+    await watcher.disconnect()
