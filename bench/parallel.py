@@ -5,7 +5,9 @@
 The scripted OpenAI-compatible server plans the task into independent subtasks and answers
 each after `--delay` seconds. A real Celery worker (threads pool, queues orchestrator and
 workers) runs the runs: first with 1 slot (the serial time, measured: the same subtasks one
-after another), then with one slot per subtask. Per run, from the attempt rows:
+after another), then with one slot per subtask. A slot is one call at a time: the worker
+gets `concurrency` = slots and ORCHESTRA_ATTEMPT_THREADS = slots (a step sends its ready
+attempts as one batch, whose calls run on that many threads). Per run, from the attempt rows:
 - phase: first subtask attempt queued (created_at) to the last one finished (finished_at);
 - run: run created to run finished (planner call and final steps included).
 Each setting runs one warm-up run, then `--repeat` measured runs; medians are compared.
@@ -114,7 +116,12 @@ def one_run(pool_id: int, subtasks: int) -> RunTiming:
 
 
 def measure(bench: BenchEnvironment, pool_id: int, slots: int, subtasks: int, repeat: int) -> list[RunTiming]:
-    worker = bench.start_worker(f"bench-parallel{slots}-{os.getpid()}", pool="threads", concurrency=slots)
+    worker = bench.start_worker(
+        f"bench-parallel{slots}-{os.getpid()}",
+        pool="threads",
+        concurrency=slots,
+        env={"ORCHESTRA_ATTEMPT_THREADS": str(slots)},
+    )
     try:
         bench.wait_workers_ready([worker])
         one_run(pool_id, subtasks)  # warm-up: first connections, first litellm call
