@@ -37,7 +37,6 @@ from studio.services.tasks import task_create
 from studio.services.tokens import token_user
 
 MODEL = "orchestra"
-DEFAULT_POLICY = "default"
 RUN_HEADER = "x-orchestra-run-id"
 ENDED = [RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.CANCELLED]
 POLL_S = 0.05
@@ -230,11 +229,11 @@ def chat_parse(request: HttpRequest) -> ChatIn:
         raise OpenAIError(400, f"Invalid request: {where}{first['msg']}.", param=field) from None
 
 
-def policy_of(model: str) -> str:
-    """The policy that model `orchestra[/<policy>]` names."""
+def policy_of(model: str) -> str | None:
+    """The policy that model `orchestra[/<policy>]` names; None (the studio's default) for `orchestra`."""
     name = model.strip()
     if name == MODEL:
-        return DEFAULT_POLICY
+        return None
     prefix, slash, policy = name.partition("/")
     if not name or (prefix == MODEL and slash and not policy):
         raise OpenAIError(400, "Name a model: orchestra or orchestra/<policy>.", param="model")
@@ -282,7 +281,7 @@ def pool_resolve(ref: int | str | None) -> int:
 
 
 @transaction.atomic
-def chat_submit(*, user: User, chat: ChatIn, policy: str, text: str) -> Run:
+def chat_submit(*, user: User, chat: ChatIn, policy: str | None, text: str) -> Run:
     """A task of `text` and a run of it, both or neither; the run starts once this commits."""
     pool_id = pool_resolve(chat.pool)
     task = task_create(owner=user, text=text, decomposable=chat.decomposable, metadata={"via": "openai"})

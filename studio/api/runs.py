@@ -48,7 +48,9 @@ class RunOut(Schema):
 class RunIn(Schema):
     task_id: int
     pool_id: int
-    policy: str = Field("default", min_length=1, max_length=100)
+    policy: str | None = Field(
+        None, min_length=1, max_length=100, description="default: `learned` once a policy checkpoint is the default"
+    )
     policy_config: dict[str, Any] = Field(default_factory=dict)
     cost_preference: float | None = Field(
         None, ge=0, le=100, description="λ: the price of cost in units of the pool's dearest pair; 0 = accuracy only"

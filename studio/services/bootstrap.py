@@ -6,8 +6,10 @@ import secrets
 from dataclasses import dataclass
 
 from django.db import transaction
+from django.utils import timezone
 
-from studio.models import Primitive, Role, User
+from studio.models import Checkpoint, CheckpointKind, JobStatus, Primitive, Role, TrainingJob, User
+from studio.services.training import training_job_create
 from studio.services.users import user_create
 
 
@@ -36,6 +38,9 @@ PRIMITIVES = [
 ]
 
 DEMO_POOL = "replay-demo"
+# The demo policy trains on RouterBench's recorded outcomes: a few minutes on 2 cores
+# (most of it embedding the prompts once), while the studio already serves runs.
+DEMO_POLICY_CONFIG = {"seed": 0, "outcomes": ["routerbench.jsonl.gz"], "demo": True}
 
 
 @transaction.atomic
@@ -66,3 +71,19 @@ def primitives_seed() -> list[Primitive]:
         )
         rows.append(row)
     return rows
+
+
+@transaction.atomic
+def demo_policy_ensure(*, user: User) -> TrainingJob | None:
+    """Queue the demo policy's training unless a policy checkpoint exists or a job for it is
+    queued. A demo job left running by a studio that stopped is marked failed first (up
+    starts the studio's workers after this, so nothing else is running it)."""
+    interrupted = TrainingJob.objects.filter(kind=CheckpointKind.POLICY, status=JobStatus.RUNNING, config__demo=True)
+    interrupted.update(
+        status=JobStatus.FAILED, finished_at=timezone.now(), message="interrupted: the studio stopped while it ran"
+    )
+    if Checkpoint.objects.filter(kind=CheckpointKind.POLICY).exists():
+        return None
+    if TrainingJob.objects.filter(kind=CheckpointKind.POLICY, status=JobStatus.QUEUED).exists():
+        return None
+    return training_job_create(user=user, kind=CheckpointKind.POLICY, config=dict(DEMO_POLICY_CONFIG))

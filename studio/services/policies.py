@@ -15,6 +15,13 @@ from studio.models import Checkpoint, CheckpointKind
 CHECKPOINTED = {"learned"}  # policies that load a trained checkpoint
 
 
+def default_policy() -> str:
+    """The policy a run gets when it names none: the learned one once a policy checkpoint
+    is the default (`make up` trains one), else the default policy."""
+    learned = Checkpoint.objects.filter(kind=CheckpointKind.POLICY, is_default=True).exists()
+    return "learned" if learned else "default"
+
+
 def run_checkpoint(*, policy: str, checkpoint_id: int | None) -> Checkpoint | None:
     """The checkpoint a new run of `policy` uses; a clear 422 when there is none to use."""
     if policy not in CHECKPOINTED:

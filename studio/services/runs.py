@@ -13,7 +13,7 @@ from studio.errors import Conflict, Invalid, NotFound
 from studio.models import Admissibility, Attempt, AttemptStatus, Node, NodeStatus, Run, RunStatus, Task, User
 from studio.permissions import can_view_run, can_view_task
 from studio.services.events import run_event_append
-from studio.services.policies import check_policy, run_checkpoint
+from studio.services.policies import check_policy, default_policy, run_checkpoint
 from studio.services.scheduling import step_request
 
 PRESETS = COST_PRESETS
@@ -29,7 +29,7 @@ def run_create(
     owner: User,
     task_id: int,
     pool_id: int,
-    policy: str = "default",
+    policy: str | None = None,
     policy_config: dict[str, Any] | None = None,
     cost_preference: float | None = None,
     best_of: int = 1,
@@ -46,6 +46,7 @@ def run_create(
     if not Admissibility.objects.filter(endpoint__pool_id=pool_id, allowed=True, endpoint__enabled=True).exists():
         raise Invalid("pool_id", f"Pool {pool_id} does not exist or has no admissible (model, primitive) pair.")
     config = policy_config or {}
+    policy = policy or default_policy()
     checkpoint = run_checkpoint(policy=policy, checkpoint_id=checkpoint_id)
     check_policy(policy, config, checkpoint)
     run = Run.objects.create(

@@ -32,6 +32,7 @@ class Up:
     def __init__(self, data_dir: Path, port: int) -> None:
         env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL"}}
         env.update(ORCHESTRA_DATA_DIR=str(data_dir), DJANGO_SETTINGS_MODULE="studio.settings.dev")
+        env.update(ORCHESTRA_DEMO_POLICY="false")  # its training takes minutes; tests/studio/test_bootstrap.py
         env.pop("ORCHESTRA_ADMIN_PASSWORD", None)
         self.process = subprocess.Popen(
             [sys.executable, "manage.py", "up", "--port", str(port), "--concurrency", "1"],

@@ -10,14 +10,15 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand
 
-from studio.services.bootstrap import DEMO_POOL, admin_ensure, primitives_seed
+from studio.services.bootstrap import DEMO_POOL, admin_ensure, demo_policy_ensure, primitives_seed
 
 
 class Command(BaseCommand):
     help = (
         "Create an admin user if none exists (password from ORCHESTRA_ADMIN_PASSWORD, "
         "else generated and printed once), the standard primitives, and the demo pool: the "
-        "recorded outcomes shipped in data/outcomes, served as replay/<model>. Safe to run again."
+        "recorded outcomes shipped in data/outcomes, served as replay/<model>; then, unless "
+        "ORCHESTRA_DEMO_POLICY=false, queues the demo policy's training. Safe to run again."
     )
 
     def add_arguments(self, parser: Any) -> None:
@@ -44,3 +45,11 @@ class Command(BaseCommand):
         prices = outcomes / "prices.json"
         extra = ["--prices", str(prices)] if prices.exists() else []
         call_command("import_outcomes", *map(str, files), *extra, "--pool", DEMO_POOL, stdout=self.stdout)
+        if not settings.ORCHESTRA_DEMO_POLICY:
+            return
+        job = demo_policy_ensure(user=user)
+        if job is not None:
+            self.stdout.write(
+                f"Training the demo policy on RouterBench's outcomes (training job {job.pk}, a few minutes); "
+                "runs use the learned policy once it is done. Progress: /api/training/jobs/" + str(job.pk)
+            )
