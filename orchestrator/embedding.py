@@ -17,7 +17,7 @@ import hashlib
 import os
 import tempfile
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,7 @@ import numpy as np
 
 EMBEDDING_DIM = 384
 MODEL_NAME = "all-MiniLM-L6-v2"
+CHUNK = 512  # texts encoded between two progress reports (and cache writes)
 BATCH_SIZE = 64
 
 _model: Any = None
@@ -87,8 +88,11 @@ def _load(path: Path) -> np.ndarray | None:
     return array
 
 
-def embed(texts: Sequence[str], *, progress: bool = False) -> np.ndarray:
-    """float32 [n, 384], L2-normalized embeddings of `texts`, through the on-disk cache."""
+def embed(
+    texts: Sequence[str], *, progress: bool = False, on_chunk: Callable[[int, int], None] | None = None
+) -> np.ndarray:
+    """float32 [n, 384], L2-normalized embeddings of `texts`, through the on-disk cache.
+    `on_chunk(done, total)` follows the texts that had to be encoded, a chunk at a time."""
     if not texts:
         return np.zeros((0, EMBEDDING_DIM), dtype=np.float32)
     root = cache_dir()
@@ -108,9 +112,13 @@ def embed(texts: Sequence[str], *, progress: bool = False) -> np.ndarray:
             missing.setdefault(key, []).append(i)
     if missing:
         unique = list(missing)
-        vectors = encode([texts[missing[k][0]] for k in unique], progress=progress)  # [n_missing, 384]
-        for key, vector in zip(unique, vectors, strict=True):
-            out[missing[key]] = vector
-            _save(root / key[:2] / f"{key}.npy", vector)
+        for start in range(0, len(unique), CHUNK):
+            chunk = unique[start : start + CHUNK]
+            vectors = encode([texts[missing[k][0]] for k in chunk], progress=progress)  # [len(chunk), 384]
+            for key, vector in zip(chunk, vectors, strict=True):
+                out[missing[key]] = vector
+                _save(root / key[:2] / f"{key}.npy", vector)
+            if on_chunk is not None:
+                on_chunk(start + len(chunk), len(unique))
     _save(bundle, out)
     return out

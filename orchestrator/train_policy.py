@@ -55,8 +55,9 @@ def train(
 ) -> dict[str, float]:
     """Train on every item of `paths`; write the checkpoint to `out`; return the metrics.
 
-    `on_progress(stage, done, total, metrics)` is called after every SFT epoch (stage
-    "sft") and RL update ("rl"). `extra_trajectories` are live runs,
+    `on_progress(stage, done, total, metrics)` is called after each chunk of prompts the
+    embedding cache lacked ("embedding"), every SFT epoch ("sft") and RL update ("rl").
+    `extra_trajectories` are live runs,
     {"item_id", "calls": [[model, primitive], ...], "score", "cost_preference"}, used as
     SFT targets where their item is in the tables and their final answer was right.
     """
@@ -70,7 +71,11 @@ def train(
     if embedder is None:
         from orchestrator.embedding import embed
 
-        emb = embed(table.prompts, progress=show_progress)
+        def embedded(done: int, total: int) -> None:
+            if on_progress is not None:
+                on_progress("embedding", done, total, {})
+
+        emb = embed(table.prompts, progress=show_progress, on_chunk=embedded)
     else:
         emb = np.asarray(embedder(table.prompts), dtype=np.float32)
     embedded_s = time.perf_counter() - start

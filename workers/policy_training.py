@@ -15,7 +15,7 @@ from studio.services.training import shipped_outcomes
 from workers.training import Progress, Trained
 
 # Where each stage sits in the job's progress bar.
-STAGES = {"sft": (0.05, 0.6), "rl": (0.6, 1.0)}
+STAGES = {"embedding": (0.0, 0.4), "sft": (0.4, 0.75), "rl": (0.75, 1.0)}  # embedding: a cold cache
 LIVE_NODES = 20_000  # most recent verified nodes read as extra trajectories
 
 

@@ -49,3 +49,11 @@ def test_only_new_texts_are_encoded(monkeypatch):
     out = embedding.embed(["known", "fresh", "fresh"])
     assert seen == ["fresh"]
     assert np.array_equal(out[1], out[2])
+
+
+def test_progress_follows_the_texts_encoded(monkeypatch):
+    embedding.embed(["known"])
+    monkeypatch.setattr(embedding, "CHUNK", 2)
+    chunks: list[tuple[int, int]] = []
+    embedding.embed(["known", "a", "b", "c"], on_chunk=lambda done, total: chunks.append((done, total)))
+    assert chunks == [(2, 3), (3, 3)]  # "known" was cached: three to encode, two at a time
