@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from orchestrator.routing.methods import Routes
 from orchestrator.routing.table import OutcomeTable
 
 
@@ -62,3 +63,23 @@ def cost_normalized(cost: np.ndarray) -> np.ndarray:
 
 
 DEFAULT_LAMBDAS = (0.0, 0.01, 0.02, 0.03, 0.05, 0.07, 0.1, 0.15, 0.2, 0.3, 0.5, 1.0, 2.0, 5.0, 100.0)
+
+
+class PredictedAccuracyRouter:
+    """Routes each item to the pair with the best predicted accuracy − λ·normalized cost.
+    Subclasses fit `_cost` (per pair, normalized) and implement `predict`."""
+
+    _cost: np.ndarray
+    _memo: tuple[tuple[str, ...], np.ndarray] | None = None
+
+    def predict(self, test: OutcomeTable) -> np.ndarray:
+        """float64 [n_test, n_pairs]: predicted probability of a correct answer."""
+        raise NotImplementedError
+
+    def route(self, test: OutcomeTable, *, knob: float | None = None) -> Routes:
+        lam = 0.0 if knob is None else knob
+        key = tuple(test.item_ids)
+        if self._memo is None or self._memo[0] != key:  # one prediction serves every λ
+            self._memo = (key, self.predict(test))
+        utility = self._memo[1] - lam * self._cost[None, :]
+        return Routes.single(masked_argmax(utility, test.available()))

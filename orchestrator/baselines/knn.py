@@ -15,9 +15,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from orchestrator.baselines.common import DEFAULT_LAMBDAS, calibration_table, cost_normalized, masked_argmax, pair_cost
+from orchestrator.baselines.common import (
+    DEFAULT_LAMBDAS,
+    PredictedAccuracyRouter,
+    calibration_table,
+    cost_normalized,
+    pair_cost,
+)
 from orchestrator.embedding import embed
-from orchestrator.routing.methods import Routes
 from orchestrator.routing.table import OutcomeTable
 
 EmbedFn = Callable[[Sequence[str]], np.ndarray]
@@ -31,7 +36,7 @@ class KnnConfig:
     lambdas: tuple[float, ...] = DEFAULT_LAMBDAS  # cost weights swept for the frontier
 
 
-class KnnRouter:
+class KnnRouter(PredictedAccuracyRouter):
     name = "knn"
 
     def __init__(self, config: KnnConfig | None = None, embed_fn: EmbedFn = embed) -> None:
@@ -42,7 +47,7 @@ class KnnRouter:
         self._score = np.zeros((0, 0))
         self._known = np.zeros((0, 0), dtype=bool)
         self._cost = np.zeros(0)
-        self._memo: tuple[tuple[str, ...], np.ndarray] | None = None
+        self._memo = None
 
     def fit(self, train: OutcomeTable, *, seed: int, probe: OutcomeTable | None = None) -> None:
         table = calibration_table(train, probe)
@@ -63,11 +68,3 @@ class KnnRouter:
         prior = self._score.sum(axis=0) / np.maximum(self._known.sum(axis=0), 1)  # where no neighbour has the pair
         predicted: np.ndarray = np.where(count > 0, total / np.maximum(count, 1), prior)
         return predicted
-
-    def route(self, test: OutcomeTable, *, knob: float | None = None) -> Routes:
-        lam = 0.0 if knob is None else knob
-        key = tuple(test.item_ids)
-        if self._memo is None or self._memo[0] != key:  # one prediction serves every λ
-            self._memo = (key, self.predict(test))
-        utility = self._memo[1] - lam * self._cost[None, :]
-        return Routes.single(masked_argmax(utility, test.available()))

@@ -18,9 +18,14 @@ import numpy as np
 import torch
 from torch import nn
 
-from orchestrator.baselines.common import DEFAULT_LAMBDAS, calibration_table, cost_normalized, masked_argmax, pair_cost
+from orchestrator.baselines.common import (
+    DEFAULT_LAMBDAS,
+    PredictedAccuracyRouter,
+    calibration_table,
+    cost_normalized,
+    pair_cost,
+)
 from orchestrator.embedding import EMBEDDING_DIM, embed
-from orchestrator.routing.methods import Routes
 from orchestrator.routing.table import OutcomeTable
 
 EmbedFn = Callable[[Sequence[str]], np.ndarray]
@@ -71,7 +76,7 @@ def _targets(table: OutcomeTable) -> tuple[torch.Tensor, torch.Tensor]:
     return y, torch.tensor(known, dtype=torch.float32)
 
 
-class MfRouter:
+class MfRouter(PredictedAccuracyRouter):
     name = "mf"
 
     def __init__(self, config: MfConfig | None = None, embed_fn: EmbedFn = embed) -> None:
@@ -80,7 +85,7 @@ class MfRouter:
         self.embed_fn = embed_fn
         self._model: MatrixFactorization | None = None
         self._cost = np.zeros(0)
-        self._memo: tuple[tuple[str, ...], np.ndarray] | None = None
+        self._memo = None
 
     def fit(self, train: OutcomeTable, *, seed: int, probe: OutcomeTable | None = None) -> None:
         torch.manual_seed(seed)
@@ -109,11 +114,3 @@ class MfRouter:
             logits = self._model(torch.tensor(self.embed_fn(test.prompts)))
         probability: np.ndarray = torch.sigmoid(logits).double().numpy()
         return probability
-
-    def route(self, test: OutcomeTable, *, knob: float | None = None) -> Routes:
-        lam = 0.0 if knob is None else knob
-        key = tuple(test.item_ids)
-        if self._memo is None or self._memo[0] != key:  # one prediction serves every λ
-            self._memo = (key, self.predict(test))
-        utility = self._memo[1] - lam * self._cost[None, :]
-        return Routes.single(masked_argmax(utility, test.available()))

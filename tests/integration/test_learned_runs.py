@@ -10,7 +10,6 @@ import pytest
 from django.test import override_settings
 
 from orchestrator.learning.method import LearnedConfig
-from orchestrator.outcomes import OutcomeRecord
 from orchestrator.train_policy import train
 from studio.models import Attempt, Checkpoint, JobStatus, ModelPool, Role, TrainingJob
 from studio.services.outcomes import outcomes_import
@@ -19,7 +18,7 @@ from studio.services.tasks import task_create
 from studio.services.training import checkpoint_promote
 from tests.factories import UserFactory
 from tests.orchestrator.synthetic import write
-from tests.orchestrator.synthetic_outcomes import synthetic_table
+from tests.orchestrator.synthetic_outcomes import outcome_records, synthetic_table
 from tests.support.runs import wait_for_run
 from workers import training
 from workers.policy_training import live_trajectories
@@ -35,31 +34,10 @@ TINY = {
 
 
 def synthetic_outcomes(folder: Path) -> tuple[Path, dict[str, Any]]:
-    """The synthetic table's outcomes as a file (every item recorded for every pair)."""
+    """The synthetic table's outcomes as a file, and its prompts' vectors."""
     table, emb = synthetic_table(n=160, seed=0)
-    records = [
-        OutcomeRecord(
-            source="synthetic",
-            item_id=table.item_ids[i],
-            split=None,
-            benchmark="synthetic",
-            domain=table.domains[i],
-            prompt=table.prompts[i],
-            gold=None,
-            model=model,
-            primitive=primitive,
-            response=table.responses[i][j],
-            score=float(table.score[i, j]),
-            prompt_tokens=100,
-            completion_tokens=10,
-            cost_usd=float(table.cost[i, j]),
-            latency_s=None,
-        )  # fmt: skip
-        for i in range(table.n_items)
-        for j, (model, primitive) in enumerate(table.pairs)
-    ]
     vectors = {prompt: emb[i] for i, prompt in enumerate(table.prompts)}
-    return write(folder / "synthetic.jsonl.gz", records), vectors
+    return write(folder / "synthetic.jsonl.gz", outcome_records(table)), vectors
 
 
 def tiny_trainer(outcomes: Path, vectors: dict[str, Any]) -> training.Trainer:

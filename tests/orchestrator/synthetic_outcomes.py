@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from orchestrator.outcomes import OutcomeRecord
 from orchestrator.routing.table import OutcomeTable
 
 PAIRS = [("gpt-4", "direct"), ("llama-2-70b-chat", "direct"), ("mistral-7b-chat", "direct")]
@@ -55,3 +56,28 @@ def lookup_embedder(table: OutcomeTable, emb: np.ndarray) -> Callable[[list[str]
         return np.stack([by_prompt[t] for t in texts])
 
     return embed
+
+
+def outcome_records(table: OutcomeTable) -> list[OutcomeRecord]:
+    """The table as canonical records (every item recorded for every pair), for a file."""
+    return [
+        OutcomeRecord(
+            source="synthetic",
+            item_id=table.item_ids[i],
+            split=None,
+            benchmark="synthetic",
+            domain=table.domains[i],
+            prompt=table.prompts[i],
+            gold=None,
+            model=model,
+            primitive=primitive,
+            response=table.responses[i][j],
+            score=float(table.score[i, j]),
+            prompt_tokens=100,
+            completion_tokens=10,
+            cost_usd=float(table.cost[i, j]),
+            latency_s=None,
+        )  # fmt: skip
+        for i in range(table.n_items)
+        for j, (model, primitive) in enumerate(table.pairs)
+    ]
