@@ -75,13 +75,22 @@ def execute(work: AttemptWork) -> Envelope:
         return Envelope.failure("timeout", "The attempt ran past its time limit.", status="timeout")
 
 
-def _execute_in_thread(work: AttemptWork) -> Envelope:
+def _execute_safely(work: AttemptWork) -> Envelope:
     try:
-        close_old_connections()  # a replay lookup may use this thread's connection; drop a broken one
         return execute(work)
     except Exception as error:  # run_primitive never raises; this guards the set-up around it
         log.exception("attempt %s failed outside its primitive", work.attempt_id)
         return Envelope.failure("internal", f"{type(error).__name__}: {error}")
+
+
+def _execute_in_thread(work: AttemptWork) -> Envelope:
+    """On a pool thread: a replay lookup may use this thread's own connection (Celery's
+    task hooks tend only the main thread's), so drop it first if it broke or aged out."""
+    try:
+        close_old_connections()
+    except Exception:  # the call itself may not need the database; if it does, it fails there
+        log.warning("could not check this thread's database connection", exc_info=True)
+    return _execute_safely(work)
 
 
 def _waits(work: AttemptWork) -> bool:
@@ -124,7 +133,7 @@ def execute_batch(attempt_ids: Sequence[int]) -> int:
     if len(works) == 1 or not any(_waits(work) for work in works):
         # Nothing to overlap: threads would only add switching (replay with no latency
         # cost 2.2 ms of CPU a call on the pool, 0.8 ms inline; bench/throughput.py).
-        return len(attempts_finish(results=[(work.attempt_id, _execute_in_thread(work)) for work in works]))
+        return len(attempts_finish(results=[(work.attempt_id, _execute_safely(work)) for work in works]))
     futures: dict[Future[Envelope], AttemptWork] = {_threads().submit(_execute_in_thread, w): w for w in works}
     pending, recorded = set(futures), 0
     try:
