@@ -49,9 +49,14 @@ def make_context(
     calib_table: OutcomeTable,
     embeddings: np.ndarray,
     prices: Mapping[str, Mapping[str, float]] | None = None,
+    *,
+    predictor: bool = True,
 ) -> PoolContext:
-    """Calibrate a pool on the outcomes of `calib_table` (whose rows `embeddings` embed)."""
-    calibration = calibrate(embeddings, calib_table.domains, calib_table.score, calib_table.cost)
+    """Calibrate a pool on the outcomes of `calib_table` (whose rows `embeddings` embed).
+
+    `predictor=False`: the per-item accuracy is the plain kNN one (see `features.calibrate`).
+    """
+    calibration = calibrate(embeddings, calib_table.domains, calib_table.score, calib_table.cost, predictor=predictor)
     infos = pair_infos(calib_table.pairs, prices)
     known = ~np.isnan(calib_table.cost)
     tokens = np.nansum(np.where(known, calib_table.tokens_in + calib_table.tokens_out, 0.0), axis=0)

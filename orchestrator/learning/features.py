@@ -13,9 +13,10 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
+import torch
 
 from orchestrator.outcomes import DOMAINS
 
@@ -23,6 +24,14 @@ FAMILIES = ("gpt", "claude", "llama", "mistral", "mixtral", "gemma", "gemini", "
 PRIMITIVES = ("direct", "cot", "self_consistency", "program", "reflexion", "tool_use", "verify", "other")
 KNN_K = 16  # neighbours for the per-item calibration accuracy
 SHRINK = 8.0  # pseudo-counts pulling a calibration mean toward its prior
+MF_DIM = 32  # width of the per-item correctness predictor's shared query/pair space
+MF_EPOCHS = 300  # full-batch Adam steps of each predictor fit
+MF_WEIGHT_DECAY = 1e-3  # L2 on the predictor's parameters
+WIDE_K = 64  # neighbours of the similarity-weighted kNN accuracy blended with the predictor
+WIDE_TEMPERATURE = 0.1  # neighbour weight exp((sim - best sim) / temperature)
+MF_FOLDS = 5  # folds for the out-of-fold predictions on the calibration items themselves
+MF_MIN_ITEMS = 200  # fewer calibration items (a probe): no predictor, the kNN accuracy alone
+BLEND_GRID = (0.0, 0.25, 0.5, 0.75, 1.0)  # candidate weights of the predictor in the item accuracy
 
 STATIC_DIM = 6 + len(FAMILIES) + len(PRIMITIVES)
 CALIB_DIM = 8
@@ -90,11 +99,65 @@ def task_features(embeddings: np.ndarray, domains: Sequence[str]) -> np.ndarray:
 
 
 @dataclass(frozen=True)
+class ItemPredictor:
+    """p(correct | item, pair) = sigmoid(u_pair . (W x_item + c) + b_pair), fit on calibration items.
+
+    x_item is the task feature vector (embedding and domain one-hot). The
+    matrix-factorization form of RouteLLM's router, fit pointwise (BCE on the recorded
+    scores). It is one of the two per-item accuracy estimates the policy reads.
+    """
+
+    weight: np.ndarray  # [e, d] W
+    bias: np.ndarray  # [d] c
+    pair: np.ndarray  # [p, d] u
+    pair_bias: np.ndarray  # [p] b
+
+    def predict(self, tasks: np.ndarray) -> np.ndarray:
+        """float64 [n, p] predicted probability of a right answer; tasks [n, e + len(DOMAINS)]."""
+        z = tasks.astype(np.float64) @ self.weight + self.bias
+        logits = z @ self.pair.T + self.pair_bias
+        out: np.ndarray = 1.0 / (1.0 + np.exp(-logits))
+        return out
+
+
+def fit_predictor(tasks: np.ndarray, score: np.ndarray, *, seed: int = 0) -> ItemPredictor:
+    """Full-batch Adam on the masked BCE over recorded cells (score NaN = not recorded); tasks [m, e + D]."""
+    gen = torch.Generator().manual_seed(seed)
+    e, p = tasks.shape[1], score.shape[1]
+    known = ~np.isnan(score)
+    x = torch.from_numpy(tasks.astype(np.float32))
+    y = torch.from_numpy(np.where(known, score, 0.0).astype(np.float32))
+    m = torch.from_numpy(known.astype(np.float32))
+    bound = 1.0 / math.sqrt(e)
+    w = ((torch.rand(e, MF_DIM, generator=gen) * 2 - 1) * bound).requires_grad_()
+    c = ((torch.rand(MF_DIM, generator=gen) * 2 - 1) * bound).requires_grad_()
+    u = (torch.randn(p, MF_DIM, generator=gen) * 0.1).requires_grad_()
+    b = torch.zeros(p).requires_grad_()
+    optim = torch.optim.Adam([w, c, u, b], lr=1e-2, weight_decay=MF_WEIGHT_DECAY)
+    total = m.sum().clamp(min=1)
+    for _ in range(MF_EPOCHS):
+        logits = (x @ w + c) @ u.T + b
+        loss = torch.nn.functional.binary_cross_entropy_with_logits(logits, y, weight=m, reduction="sum") / total
+        optim.zero_grad()
+        loss.backward()
+        optim.step()
+    return ItemPredictor(
+        weight=w.detach().double().numpy(),
+        bias=c.detach().double().numpy(),
+        pair=u.detach().double().numpy(),
+        pair_bias=b.detach().double().numpy(),
+    )
+
+
+@dataclass(frozen=True)
 class Calibration:
     """Per-pair statistics measured on calibration items, used as pair features.
 
     `domain_acc` and `domain_cost` are shrunk toward the pair's global mean, which is
     shrunk toward the pool mean, so a pair with few calibration items looks average.
+    With enough calibration items, `predictor` (fit on all of them) and `oof` (its
+    out-of-fold predictions on the calibration items themselves) give a second per-item
+    accuracy estimate, blended with the kNN one at weight `blend`.
     """
 
     embeddings: np.ndarray  # [m, e] calibration items
@@ -103,10 +166,20 @@ class Calibration:
     domain_acc: np.ndarray  # [len(DOMAINS), p]
     domain_cost: np.ndarray  # [len(DOMAINS), p] USD, mean on calibration items
     cost_ref: float  # USD: the mean cost of the most expensive pair; normalizes every cost
+    domains: tuple[str, ...] = ()  # [m] the calibration items' domains
+    predictor: ItemPredictor | None = None
+    oof: np.ndarray | None = None  # [m, p] out-of-fold predictor output on the calibration items
+    blend: float = 0.0  # weight of the predictor in the item accuracy (0 = kNN only)
 
 
-def calibrate(embeddings: np.ndarray, domains: Sequence[str], score: np.ndarray, cost: np.ndarray) -> Calibration:
-    """Statistics of each pair on calibration items (rows of score/cost, NaN = missing)."""
+def calibrate(
+    embeddings: np.ndarray, domains: Sequence[str], score: np.ndarray, cost: np.ndarray, *, predictor: bool = True
+) -> Calibration:
+    """Statistics of each pair on calibration items (rows of score/cost, NaN = missing).
+
+    `predictor=False` keeps the per-item accuracy to the plain kNN one even with many
+    calibration items (to train for a pool that will be calibrated on a small probe).
+    """
     known = ~np.isnan(score) & ~np.isnan(cost)
     s = np.where(known, score, 0.0)
     c = np.where(known, cost, 0.0)
@@ -126,7 +199,7 @@ def calibrate(embeddings: np.ndarray, domains: Sequence[str], score: np.ndarray,
         domain_acc[d] = (s[rows].sum(axis=0) + SHRINK * global_acc) / (k + SHRINK)
         domain_cost[d] = np.where(k > 0, c[rows].sum(axis=0) / np.maximum(k, 1), global_cost)
     cost_ref = float(global_cost.max()) if p and global_cost.max() > 0 else 1.0
-    return Calibration(
+    calib = Calibration(
         embeddings=embeddings.astype(np.float32),
         score=np.where(known, score, np.nan),
         global_acc=global_acc,
@@ -134,6 +207,34 @@ def calibrate(embeddings: np.ndarray, domains: Sequence[str], score: np.ndarray,
         domain_cost=domain_cost,
         cost_ref=cost_ref,
     )
+    if not predictor or score.shape[0] < MF_MIN_ITEMS or not p:
+        return calib
+    return with_predictor(replace(calib, domains=tuple(domains)), domain_acc[np.maximum(dom_index, 0)])
+
+
+def with_predictor(calib: Calibration, prior: np.ndarray) -> Calibration:
+    """Fit the per-item predictor on the calibration items, its out-of-fold outputs, and the blend weight.
+
+    The blend weight is the one of BLEND_GRID whose mix of the out-of-fold predictor and the
+    leave-one-out kNN accuracy has the lowest Brier score on the calibration items'
+    recorded cells: calibration data only, never a test item.
+    """
+    m = calib.embeddings.shape[0]
+    score = calib.score
+    tasks = task_features(calib.embeddings, calib.domains)
+    folds = np.arange(m) % MF_FOLDS
+    np.random.default_rng(0).shuffle(folds)
+    oof = np.empty(score.shape, dtype=np.float64)
+    for f in range(MF_FOLDS):
+        held = folds == f
+        model = fit_predictor(tasks[~held], score[~held], seed=f + 1)
+        oof[held] = model.predict(tasks[held])
+    knn = weighted_knn_accuracy(calib, calib.embeddings, prior, exclude_self=True)
+    known = ~np.isnan(score)
+    target = np.where(known, score, 0.0)
+    brier = [float((((w * oof + (1 - w) * knn) - target) ** 2)[known].mean()) for w in BLEND_GRID]
+    blend = BLEND_GRID[int(np.argmin(brier))]
+    return replace(calib, predictor=fit_predictor(tasks, score, seed=0), oof=oof, blend=blend)
 
 
 def knn_accuracy(calib: Calibration, embeddings: np.ndarray, prior: np.ndarray, *, exclude_self: bool) -> np.ndarray:
@@ -161,6 +262,53 @@ def knn_accuracy(calib: Calibration, embeddings: np.ndarray, prior: np.ndarray, 
     return out
 
 
+def weighted_knn_accuracy(
+    calib: Calibration, embeddings: np.ndarray, prior: np.ndarray, *, exclude_self: bool
+) -> np.ndarray:
+    """float64 [n, p]: like `knn_accuracy` over WIDE_K neighbours, each weighted by its similarity."""
+    m = calib.embeddings.shape[0]
+    k = min(WIDE_K, m - (1 if exclude_self else 0))
+    if k <= 0:
+        return prior.copy()
+    out = np.empty_like(prior)
+    known = ~np.isnan(calib.score)
+    s = np.where(known, calib.score, 0.0)
+    for start in range(0, embeddings.shape[0], 1024):
+        sims = embeddings[start : start + 1024] @ calib.embeddings.T  # [b, m]
+        if exclude_self:
+            rows = np.arange(start, min(start + 1024, embeddings.shape[0]))
+            sims[rows - start, rows] = -np.inf
+        nearest = np.argpartition(-sims, k - 1, axis=1)[:, :k]  # [b, k]
+        near = np.take_along_axis(sims, nearest, axis=1)
+        weight = np.exp((near - near.max(axis=1, keepdims=True)) / WIDE_TEMPERATURE)  # [b, k]
+        hits = np.einsum("bk,bkp->bp", weight, s[nearest])
+        n = np.einsum("bk,bkp->bp", weight, known[nearest].astype(np.float64))
+        out[start : start + 1024] = (hits + 2.0 * prior[start : start + 1024]) / (n + 2.0)
+    return out
+
+
+def item_accuracy(
+    calib: Calibration, embeddings: np.ndarray, domains: Sequence[str], prior: np.ndarray, *, exclude_self: bool
+) -> np.ndarray:
+    """float64 [n, p]: the per-item accuracy estimate.
+
+    With a predictor: the predictor blended with the similarity-weighted kNN accuracy;
+    without (a probe-sized calibration set): the plain kNN accuracy. With `exclude_self`
+    the items are the calibration items themselves, so the predictor's out-of-fold outputs
+    stand in for its in-sample ones (as leave-one-out does for kNN).
+    """
+    if calib.predictor is None:
+        return knn_accuracy(calib, embeddings, prior, exclude_self=exclude_self)
+    knn = weighted_knn_accuracy(calib, embeddings, prior, exclude_self=exclude_self)
+    if exclude_self:
+        assert calib.oof is not None and calib.oof.shape == knn.shape, "exclude_self needs the calibration items"
+        predicted = calib.oof
+    else:
+        predicted = calib.predictor.predict(task_features(embeddings, domains))
+    mixed: np.ndarray = calib.blend * predicted + (1 - calib.blend) * knn
+    return mixed
+
+
 def pair_features(
     infos: Sequence[PairInfo],
     calib: Calibration,
@@ -173,7 +321,7 @@ def pair_features(
     dom = np.array([DOMAINS.index(d) if d in DOMAINS else 0 for d in domains], dtype=np.int64)
     acc = calib.domain_acc[dom]  # [n, p]
     cost = calib.domain_cost[dom] / calib.cost_ref  # [n, p]
-    knn = knn_accuracy(calib, embeddings, acc, exclude_self=exclude_self)
+    knn = item_accuracy(calib, embeddings, domains, acc, exclude_self=exclude_self)
     return assemble_pair_features(infos, acc, knn, calib.global_acc, cost)
 
 

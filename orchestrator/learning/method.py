@@ -31,7 +31,10 @@ from orchestrator.routing.methods import Routes, executed_response
 from orchestrator.routing.table import OutcomeTable, load_prices
 
 # λ prices cost in units of the pool's most expensive pair: 0 = accuracy only, 2 = cost dominates.
-DEFAULT_KNOBS = (0.0, 0.01, 0.02, 0.03, 0.04, 0.05, 0.065, 0.08, 0.1, 0.15, 0.2, 0.35, 0.5, 1.0, 2.0)
+DEFAULT_KNOBS = (
+    *(0.0, 0.005, 0.01, 0.015, 0.02, 0.025, 0.03, 0.035, 0.04, 0.045, 0.05, 0.057, 0.065, 0.072, 0.08, 0.09),
+    *(0.1, 0.11, 0.12, 0.135, 0.15, 0.175, 0.2, 0.25, 0.3, 0.35, 0.42, 0.5, 0.6, 0.7, 0.85, 1.0, 1.4, 2.0),
+)
 
 
 @dataclass(frozen=True)
@@ -97,7 +100,9 @@ class LearnedMethod:
         torch.set_num_threads(self.config.threads)
         torch.manual_seed(seed)
         emb = self._embed(train)
-        context = make_context(train, emb, self._prices())
+        # For an unseen pool the test-time calibration is a small probe, which gets the plain
+        # kNN accuracy (no predictor): train on the same estimator, so the feature means the same.
+        context = make_context(train, emb, self._prices(), predictor=probe is None)
         batch = encode(train, emb, context, with_outcomes=True, exclude_self=True)
         net = PolicyNet(self.config.policy)
         extra: ExtraTrajectories | None = None

@@ -10,7 +10,16 @@ import torch
 
 from orchestrator.learning.dataset import encode, make_context
 from orchestrator.learning.episode import EpisodeBatch, rollout
-from orchestrator.learning.features import PAIR_DIM, answer_key, model_family, model_size_b
+from orchestrator.learning.features import (
+    BLEND_GRID,
+    MF_MIN_ITEMS,
+    PAIR_DIM,
+    answer_key,
+    calibrate,
+    item_accuracy,
+    model_family,
+    model_size_b,
+)
 from orchestrator.learning.model import PolicyConfig, PolicyNet, load_checkpoint, save_checkpoint
 from tests.orchestrator.synthetic_outcomes import synthetic_table
 
@@ -94,3 +103,28 @@ def test_checkpoint_round_trip(tmp_path: Path) -> None:
         a = net.reliability_logits(batch.task, batch.pairs, torch.zeros(64, 3, 9))
         b = loaded.reliability_logits(batch.task, batch.pairs, torch.zeros(64, 3, 9))
     assert torch.equal(a, b)
+
+
+def test_item_predictor_learns_a_per_item_signal_out_of_fold() -> None:
+    # Pair 0 is right exactly on items whose first embedding coordinate is positive; pair 1 never.
+    rng = np.random.default_rng(0)
+    emb = rng.normal(size=(MF_MIN_ITEMS + 40, 8)).astype(np.float32)
+    emb /= np.linalg.norm(emb, axis=1, keepdims=True)
+    score = np.stack([(emb[:, 0] > 0).astype(np.float64), np.zeros(len(emb))], axis=1)
+    cost = np.ones_like(score)
+    calib = calibrate(emb, ["reasoning"] * len(emb), score, cost)
+    assert calib.predictor is not None and calib.oof is not None and calib.blend in BLEND_GRID
+    assert calib.oof.shape == score.shape
+    # Out of fold, the predictor still separates the items pair 0 gets right from the rest.
+    assert calib.oof[emb[:, 0] > 0.3, 0].mean() > calib.oof[emb[:, 0] < -0.3, 0].mean() + 0.3
+    prior = np.tile(calib.global_acc, (len(emb), 1))
+    loo = item_accuracy(calib, emb, ["reasoning"] * len(emb), prior, exclude_self=True)
+    fresh = item_accuracy(calib, emb, ["reasoning"] * len(emb), prior, exclude_self=False)
+    assert loo.shape == fresh.shape == score.shape
+    assert np.all((loo >= 0) & (loo <= 1))
+    # A probe-sized calibration set gets no predictor: the kNN accuracy alone.
+    small = calibrate(emb[:50], ["reasoning"] * 50, score[:50], cost[:50])
+    assert small.predictor is None and small.blend == 0.0
+    # Training for an unseen pool (probe-calibrated at test time): the plain kNN feature, as on the probe.
+    plain = calibrate(emb, ["reasoning"] * len(emb), score, cost, predictor=False)
+    assert plain.predictor is None
