@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from orchestrator.learning.method import LearnedConfig
-from orchestrator.outcomes import OutcomeRecord, write_outcomes
+from orchestrator.outcomes import write_outcomes
 from orchestrator.policies import make_policy
 from orchestrator.policies.learned import LearnedPolicy
 from orchestrator.protocol import (
@@ -25,7 +25,7 @@ from orchestrator.protocol import (
     check_action,
 )
 from orchestrator.train_policy import train
-from tests.orchestrator.synthetic_outcomes import PAIRS, lookup_embedder, synthetic_table
+from tests.orchestrator.synthetic_outcomes import PAIRS, lookup_embedder, outcome_records, synthetic_table
 
 Checkpoint = tuple[Path, dict[str, np.ndarray]]  # the checkpoint's path and the prompts' vectors
 TINY = {
@@ -48,27 +48,7 @@ RUNTIME_PAIRS = (
 def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Checkpoint:
     torch.set_num_threads(1)
     table, emb = synthetic_table(n=160, seed=0)
-    records = [
-        OutcomeRecord(
-            source="synthetic",
-            item_id=table.item_ids[i],
-            split=None,
-            benchmark="synthetic",
-            domain=table.domains[i],
-            prompt=table.prompts[i],
-            gold=None,
-            model=model,
-            primitive=primitive,
-            response=table.responses[i][j],
-            score=float(table.score[i, j]),
-            prompt_tokens=100,
-            completion_tokens=10,
-            cost_usd=float(table.cost[i, j]),
-            latency_s=None,
-        )  # fmt: skip
-        for i in range(table.n_items)
-        for j, (model, primitive) in enumerate(table.pairs)
-    ]
+    records = outcome_records(table)
     folder = tmp_path_factory.mktemp("policy")
     outcomes = folder / "synthetic.jsonl.gz"
     write_outcomes(outcomes, records)
