@@ -229,7 +229,7 @@ def with_predictor(calib: Calibration, prior: np.ndarray) -> Calibration:
         held = folds == f
         model = fit_predictor(tasks[~held], score[~held], seed=f + 1)
         oof[held] = model.predict(tasks[held])
-    knn = weighted_knn_accuracy(calib, calib.embeddings, prior, exclude_self=True)
+    knn = knn_accuracy(calib, calib.embeddings, prior, exclude_self=True, k=WIDE_K, temperature=WIDE_TEMPERATURE)
     known = ~np.isnan(score)
     target = np.where(known, score, 0.0)
     brier = [float((((w * oof + (1 - w) * knn) - target) ** 2)[known].mean()) for w in BLEND_GRID]
@@ -237,37 +237,24 @@ def with_predictor(calib: Calibration, prior: np.ndarray) -> Calibration:
     return replace(calib, predictor=fit_predictor(tasks, score, seed=0), oof=oof, blend=blend)
 
 
-def knn_accuracy(calib: Calibration, embeddings: np.ndarray, prior: np.ndarray, *, exclude_self: bool) -> np.ndarray:
-    """float64 [n, p]: each pair's shrunk accuracy on the KNN_K calibration items nearest each item.
+def knn_accuracy(
+    calib: Calibration,
+    embeddings: np.ndarray,
+    prior: np.ndarray,
+    *,
+    exclude_self: bool,
+    k: int = KNN_K,
+    temperature: float | None = None,
+) -> np.ndarray:
+    """float64 [n, p]: each pair's shrunk accuracy on the `k` calibration items nearest each item.
 
     `prior` [n, p] is the mean it shrinks toward; `exclude_self` drops an item's own row
-    (when the items are the calibration items themselves: leave-one-out).
+    (when the items are the calibration items themselves: leave-one-out). With a
+    `temperature`, each neighbour counts by exp(similarity / temperature) (relative to the
+    nearest one); without, every neighbour counts once.
     """
     m = calib.embeddings.shape[0]
-    out = np.empty_like(prior)
-    k = min(KNN_K, m - (1 if exclude_self else 0))
-    if k <= 0:
-        return prior.copy()
-    known = ~np.isnan(calib.score)
-    s = np.where(known, calib.score, 0.0)
-    for start in range(0, embeddings.shape[0], 1024):
-        sims = embeddings[start : start + 1024] @ calib.embeddings.T  # [b, m]
-        if exclude_self:
-            rows = np.arange(start, min(start + 1024, embeddings.shape[0]))
-            sims[rows - start, rows] = -np.inf
-        nearest = np.argpartition(-sims, k - 1, axis=1)[:, :k]  # [b, k]
-        hits = s[nearest].sum(axis=1)  # [b, p]
-        n = known[nearest].sum(axis=1)
-        out[start : start + 1024] = (hits + 2.0 * prior[start : start + 1024]) / (n + 2.0)
-    return out
-
-
-def weighted_knn_accuracy(
-    calib: Calibration, embeddings: np.ndarray, prior: np.ndarray, *, exclude_self: bool
-) -> np.ndarray:
-    """float64 [n, p]: like `knn_accuracy` over WIDE_K neighbours, each weighted by its similarity."""
-    m = calib.embeddings.shape[0]
-    k = min(WIDE_K, m - (1 if exclude_self else 0))
+    k = min(k, m - (1 if exclude_self else 0))
     if k <= 0:
         return prior.copy()
     out = np.empty_like(prior)
@@ -279,8 +266,11 @@ def weighted_knn_accuracy(
             rows = np.arange(start, min(start + 1024, embeddings.shape[0]))
             sims[rows - start, rows] = -np.inf
         nearest = np.argpartition(-sims, k - 1, axis=1)[:, :k]  # [b, k]
-        near = np.take_along_axis(sims, nearest, axis=1)
-        weight = np.exp((near - near.max(axis=1, keepdims=True)) / WIDE_TEMPERATURE)  # [b, k]
+        if temperature is None:
+            weight = np.ones(nearest.shape)
+        else:
+            near = np.take_along_axis(sims, nearest, axis=1)
+            weight = np.exp((near - near.max(axis=1, keepdims=True)) / temperature)  # [b, k]
         hits = np.einsum("bk,bkp->bp", weight, s[nearest])
         n = np.einsum("bk,bkp->bp", weight, known[nearest].astype(np.float64))
         out[start : start + 1024] = (hits + 2.0 * prior[start : start + 1024]) / (n + 2.0)
@@ -299,7 +289,7 @@ def item_accuracy(
     """
     if calib.predictor is None:
         return knn_accuracy(calib, embeddings, prior, exclude_self=exclude_self)
-    knn = weighted_knn_accuracy(calib, embeddings, prior, exclude_self=exclude_self)
+    knn = knn_accuracy(calib, embeddings, prior, exclude_self=exclude_self, k=WIDE_K, temperature=WIDE_TEMPERATURE)
     if exclude_self:
         assert calib.oof is not None and calib.oof.shape == knn.shape, "exclude_self needs the calibration items"
         predicted = calib.oof
