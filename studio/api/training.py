@@ -9,8 +9,8 @@ from ninja import Field, Router, Schema, Status
 from ninja.pagination import LimitOffsetPagination, paginate
 
 from studio.api.auth import current_user, role
-from studio.errors import NotFound
 from studio.models import Checkpoint, CheckpointKind, Role, TrainingJob
+from studio.selectors.training import checkpoint_list, training_job_get, training_job_list
 from studio.services.training import checkpoint_promote, training_job_create
 
 router = Router(tags=["training"], auth=role(Role.RESEARCHER))
@@ -64,24 +64,20 @@ def create_training_job(request: HttpRequest, payload: TrainingJobIn) -> Status:
 @paginate(LimitOffsetPagination)
 def list_training_jobs(request: HttpRequest) -> QuerySet[TrainingJob]:
     """Training jobs, newest first."""
-    return TrainingJob.objects.all()
+    return training_job_list()
 
 
 @router.get("/training/jobs/{job_id}", response=TrainingJobDetailOut)
 def get_training_job(request: HttpRequest, job_id: int) -> TrainingJob:
     """One job with its metric history (for curves)."""
-    job = TrainingJob.objects.filter(pk=job_id).first()
-    if job is None:
-        raise NotFound(f"There is no training job with id {job_id}.")
-    return job
+    return training_job_get(job_id=job_id)
 
 
 @router.get("/checkpoints", response=list[CheckpointOut])
 @paginate(LimitOffsetPagination)
 def list_checkpoints(request: HttpRequest, kind: CheckpointKind | None = None) -> QuerySet[Checkpoint]:
     """Checkpoints with their metrics, newest first; the default of each kind is marked."""
-    checkpoints = Checkpoint.objects.all()
-    return checkpoints.filter(kind=kind) if kind else checkpoints
+    return checkpoint_list(kind=kind)
 
 
 @router.post("/checkpoints/{checkpoint_id}/promote", response=CheckpointOut)

@@ -509,7 +509,7 @@ def _resend_lost(state: State) -> None:
         attempt.pk
         for attempts in state.attempts.values()
         for attempt in attempts
-        if attempt.status == AttemptStatus.QUEUED and attempt.pk and attempt.created_at < lost_before
+        if attempt.status == AttemptStatus.QUEUED and attempt.created_at < lost_before
     ]
     if lost:
         log.warning("run %s: sending again %d attempt(s) queued before %s", state.run.pk, len(lost), lost_before)
