@@ -93,6 +93,7 @@ class Observation:
     pairs: tuple[Pair, ...]
     cost_preference: float | None = None
     task_metadata: Mapping[str, Any] = field(default_factory=dict)
+    best_of: int = 1  # candidate root plans a reward model chooses among (1: no best-of-N)
 
     def node(self, key: str) -> NodeView | None:
         return next((node for node in self.nodes if node.key == key), None)
@@ -119,6 +120,9 @@ class SubtaskSpec:
 class Solve:
     node: str
     pair: PairRef
+    # What the policy records on the node with this choice (e.g. its best-of-N candidates);
+    # the engine merges it into the node's metadata. Not part of the action's identity.
+    note: Mapping[str, Any] = field(default_factory=dict, compare=False)
 
 
 @dataclass(frozen=True)

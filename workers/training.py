@@ -59,7 +59,13 @@ def _train_policy(job: TrainingJob, progress: Progress, out: Path) -> Trained:
     return train_policy_job(job, progress, out)
 
 
-TRAINERS: dict[str, Trainer] = {"policy": _train_policy}
+def _train_reward_model(job: TrainingJob, progress: Progress, out: Path) -> Trained:
+    from workers.reward_training import train_reward_job
+
+    return train_reward_job(job, progress, out)
+
+
+TRAINERS: dict[str, Trainer] = {"policy": _train_policy, "reward_model": _train_reward_model}
 
 
 def run_job(job_id: int) -> None:

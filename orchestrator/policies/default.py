@@ -7,6 +7,9 @@
 - A ready node is solved with the preferred pair: the first of `pairs` in the config that
   is admissible (and, for a recorded item, recorded for it), else the cheapest admissible
   by its endpoint's prices (endpoints without prices come last).
+- With best-of-N (`observation.best_of` > 1 and a `reward_model` in the config), the
+  fresh root's first N candidates, in the order above, are scored by OrchRM and only the
+  top one is solved; the candidates and their rewards are noted on the root.
 - A failed attempt is retried on the same pair up to `retries` times when its error was
   transient, then repaired with the next pair not yet tried. The engine gives up on a
   node after its attempt limit.
@@ -21,8 +24,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from orchestrator.envelope import TRANSIENT_ERRORS
 from orchestrator.policies import register
+from orchestrator.policies.best_of import Embedder, PlanScorer, best_of_note
 from orchestrator.protocol import (
     Action,
     Aggregate,
@@ -47,15 +53,18 @@ class DefaultConfig:
     pairs: tuple[tuple[int, str], ...] = ()  # preferred (endpoint id, primitive), in order
     planner: tuple[int, str] | None = None  # the pair that plans; default: the first preferred
     retries: int = 1  # same-pair retries of a transient failure
+    reward_model: str | None = None  # OrchRM checkpoint that picks among best-of-N candidates
 
     @classmethod
     def from_mapping(cls, config: Mapping[str, Any]) -> DefaultConfig:
         pairs = tuple((int(e), str(p)) for e, p in config.get("pairs", ()))
         planner = config.get("planner")
+        reward_model = config.get("reward_model")
         return cls(
             pairs=pairs,
             planner=(int(planner[0]), str(planner[1])) if planner else None,
             retries=int(config.get("retries", 1)),
+            reward_model=str(reward_model) if reward_model else None,
         )
 
 
@@ -69,8 +78,9 @@ def _price(pair: Pair) -> float:
 class DefaultPolicy:
     name = "default"
 
-    def __init__(self, config: DefaultConfig) -> None:
+    def __init__(self, config: DefaultConfig, *, embedder: Embedder | None = None) -> None:
         self.config = config
+        self.scorer = PlanScorer(config.reward_model, embedder=embedder) if config.reward_model else None
 
     def act(self, observation: Observation) -> Action:
         root = observation.root
@@ -103,6 +113,10 @@ class DefaultPolicy:
         candidates = self._candidates(node, observation)
         last = node.last_attempt
         if last is None:
+            if candidates and self.best_of(node, observation) > 1:
+                by_ref = {pair.ref: pair for pair in observation.pairs}
+                proposals = [by_ref[ref] for ref in candidates[: self.best_of(node, observation)]]
+                return self.solve_best_of(node, observation, proposals, sampler="preference order")
             return Solve(node.key, candidates[0]) if candidates else None
         same_pair_tries = sum(1 for a in node.attempts if a.pair == last.pair)
         if last.error_kind in TRANSIENT_ERRORS and same_pair_tries <= self.config.retries:
@@ -126,6 +140,26 @@ class DefaultPolicy:
         preferred = [PairRef(e, p) for e, p in self.config.pairs if PairRef(e, p) in by_ref]
         rest = sorted((p for p in allowed if p.ref not in preferred), key=lambda p: (_price(p), p.ref.endpoint_id))
         return preferred + [pair.ref for pair in rest]
+
+    # --- best-of-N ---
+
+    def lam(self, observation: Observation) -> float:
+        """The run's cost preference λ (0, accuracy only, when it names none)."""
+        return float(observation.cost_preference) if observation.cost_preference is not None else 0.0
+
+    def best_of(self, node: NodeView, observation: Observation) -> int:
+        """How many candidate plans to score for this node: N for a fresh root with a reward model, else 1."""
+        fresh_root = node.kind == "root" and not node.attempts and not node.in_flight
+        return observation.best_of if fresh_root and self.scorer is not None else 1
+
+    def solve_best_of(self, node: NodeView, observation: Observation, proposals: list[Pair], *, sampler: str) -> Solve:
+        """Solve the node with the proposal OrchRM rewards most, noting every proposal's reward."""
+        assert self.scorer is not None
+        domain = str(node.metadata.get("domain") or observation.task_metadata.get("domain") or "")
+        lam = self.lam(observation)
+        rewards = self.scorer.score(node.text, domain, proposals, lam=lam)
+        note = best_of_note(observation.best_of, lam, proposals, rewards, sampler=sampler)
+        return Solve(node.key, proposals[int(np.argmax(rewards))].ref, note=note)
 
     def _planner(self, observation: Observation) -> PairRef | None:
         wanted = self.config.planner or (self.config.pairs[0] if self.config.pairs else None)
@@ -152,4 +186,4 @@ def composite_subtasks(items: list[Mapping[str, Any]]) -> tuple[SubtaskSpec, ...
 
 @register("default")
 def make_default(config: Mapping[str, Any]) -> DefaultPolicy:
-    return DefaultPolicy(DefaultConfig.from_mapping(config))
+    return DefaultPolicy(DefaultConfig.from_mapping(config), embedder=config.get("embedder"))

@@ -8,11 +8,17 @@ replaces its two choices:
 - which admissible pair solves or repairs a node: the pair scorer, at the request's cost
   preference λ (`observation.cost_preference`) or the configured one / preset.
 
+Best-of-N (`observation.best_of` = N > 1, with a `reward_model` in the config): for a
+fresh root, N pairs are drawn from the softmax of the pair logits at the run's λ (without
+replacement while untried pairs remain), OrchRM scores them, and only the top one is
+solved; see `orchestrator.policies.best_of`.
+
 A repair after a failed attempt sees that attempt in its state ("the previous attempt
 failed on pair X", with X's family and cost), exactly as in training.
 
 Config: `checkpoint` (else $ORCHESTRA_POLICY_CHECKPOINT), `preset` (cheap / balanced /
-best) or `cost_preference` (λ), `retries`, and optionally `embedder` (a callable
+best) or `cost_preference` (λ), `retries`, `reward_model` (an OrchRM checkpoint, for
+best-of-N), and optionally `embedder` (a callable
 texts -> [n, 384] vectors; default `orchestrator.embedding.embed`, for tests and benches).
 """
 
@@ -20,6 +26,7 @@ from __future__ import annotations
 
 import math
 import os
+import zlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,6 +56,7 @@ class LearnedPolicyConfig:
     checkpoint: str  # path of a train_policy checkpoint
     cost_preference: float  # λ when the request carries none
     retries: int = 1  # same-pair retries of a transient failure
+    reward_model: str | None = None  # OrchRM checkpoint that picks among best-of-N candidates
 
     @classmethod
     def from_mapping(cls, config: Mapping[str, Any]) -> LearnedPolicyConfig:
@@ -65,6 +73,7 @@ class LearnedPolicyConfig:
             checkpoint=str(checkpoint),
             cost_preference=float(lam) if lam is not None else PRESETS[preset],
             retries=int(config.get("retries", 1)),
+            reward_model=str(config["reward_model"]) if config.get("reward_model") else None,
         )
 
 
@@ -93,7 +102,7 @@ class LearnedPolicy(DefaultPolicy):
     name = "learned"
 
     def __init__(self, config: LearnedPolicyConfig, *, embedder: Embedder | None = None) -> None:
-        super().__init__(DefaultConfig(retries=config.retries))
+        super().__init__(DefaultConfig(retries=config.retries, reward_model=config.reward_model), embedder=embedder)
         self.learned = config
         net, payload = load_checkpoint(Path(config.checkpoint))
         self.net: PolicyNet = net
@@ -123,6 +132,12 @@ class LearnedPolicy(DefaultPolicy):
         candidates = [by_ref[ref] for ref in self._candidates(node, observation) if ref not in tried]
         if not candidates:
             return None
+        n = self.best_of(node, observation)
+        if n > 1:
+            logits = self.logits(node, observation, candidates)
+            picks = sample_without_replacement(logits, n, seed=zlib.crc32(node.text.encode()))
+            proposals = [candidates[i] for i in picks]
+            return self.solve_best_of(node, observation, proposals, sampler="policy softmax")
         choice = self.choose(node, observation, candidates)
         return Repair(node.key, choice) if node.attempts else Solve(node.key, choice)
 
@@ -134,6 +149,10 @@ class LearnedPolicy(DefaultPolicy):
 
     def choose(self, node: NodeView, observation: Observation, candidates: Sequence[Pair]) -> PairRef:
         """The candidate with the highest pair logit, given the node's attempts so far."""
+        return candidates[int(self.logits(node, observation, candidates).argmax())].ref
+
+    def logits(self, node: NodeView, observation: Observation, candidates: Sequence[Pair]) -> torch.Tensor:
+        """[P] pair logits of the candidates at the run's λ, given the node's attempts so far."""
         domain = str(node.metadata.get("domain") or observation.task_metadata.get("domain") or "")
         task = self._task(node.text, domain)  # [1, T]
         pairs, cost = self._pair_features(candidates, domain)  # [1, P, F], [P]
@@ -153,7 +172,8 @@ class LearnedPolicy(DefaultPolicy):
                 torch.ones(1, len(candidates), dtype=torch.bool),
                 torch.zeros(1, dtype=torch.bool),  # a node without an answer is not finished
             )
-        return candidates[int(logits[0, : len(candidates)].argmax())].ref
+        out: torch.Tensor = logits[0, : len(candidates)]
+        return out
 
     def wants_decomposition(self, observation: Observation) -> bool:
         return self._wants_decomposition(observation.root, observation)
@@ -235,6 +255,19 @@ class LearnedPolicy(DefaultPolicy):
         priced = lam * torch.from_numpy(cost.astype(np.float32))
         candidate = torch.stack([same_family, ratio, acc - tried_acc, priced, knn - priced], dim=-1)
         return state, candidate.unsqueeze(0)
+
+
+def sample_without_replacement(logits: torch.Tensor, n: int, *, seed: int) -> list[int]:
+    """n indices drawn from softmax(logits [P]): distinct while P allows, then with replacement.
+
+    Seeded (by the task's text at run time), so a step that is replayed draws the same."""
+    probs = torch.softmax(logits.float(), dim=-1).clamp_min(1e-12)  # no exact zeros for multinomial
+    generator = torch.Generator().manual_seed(seed)
+    distinct = min(n, int(probs.numel()))
+    picks = torch.multinomial(probs, distinct, replacement=False, generator=generator).tolist()
+    if n > distinct:
+        picks += torch.multinomial(probs, n - distinct, replacement=True, generator=generator).tolist()
+    return [int(i) for i in picks]
 
 
 def _priced(pair: Pair) -> float:

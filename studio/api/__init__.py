@@ -2,7 +2,7 @@
 
 from ninja import NinjaAPI
 
-from studio.api import errors, health, pools, runs, session, tasks, tokens, training
+from studio.api import errors, health, pools, preferences, runs, session, tasks, tokens, training
 
 api = NinjaAPI(
     title="Orchestra Studio API",
@@ -20,3 +20,4 @@ api.add_router("", pools.router)
 api.add_router("/tasks", tasks.router)
 api.add_router("/runs", runs.router)
 api.add_router("", training.router)
+api.add_router("/preferences", preferences.router)

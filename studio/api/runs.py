@@ -105,6 +105,9 @@ class NodeOut(Schema):
     output: str
     verification: dict[str, Any]
     item_id: str | None
+    best_of: dict[str, Any] | None = Field(
+        None, description="best-of-N: the candidates OrchRM scored, their rewards and the chosen index"
+    )
     tokens_in: int
     tokens_out: int
     cost_usd: float

@@ -56,6 +56,7 @@ def run_tree(*, user: User, run_id: int) -> dict[str, Any]:
                 "output": node.output,
                 "verification": node.verification,
                 "item_id": node.metadata.get("item_id"),
+                "best_of": node.metadata.get("best_of"),
                 "tokens_in": node.tokens_in,
                 "tokens_out": node.tokens_out,
                 "cost_usd": float(node.cost_usd),

@@ -431,6 +431,8 @@ def _aggregate(state: State, action: Aggregate) -> None:
 def _apply(state: State, action: Action) -> str | None:
     """Carry out a checked action; return a reason to end the run, if it must end."""
     node = state.by_key.get(getattr(action, "node", ""), None)
+    if isinstance(action, Solve) and action.note and node is not None:
+        _note(state, node, dict(action.note))
     if isinstance(action, Solve | Repair) and node is not None:
         _queue_attempt(state, node, action.pair.endpoint_id, action.pair.primitive, repair=isinstance(action, Repair))
     elif isinstance(action, Plan) and node is not None:
@@ -440,6 +442,13 @@ def _apply(state: State, action: Action) -> str | None:
     elif isinstance(action, Aggregate):
         _aggregate(state, action)
     return None
+
+
+def _note(state: State, node: Node, note: dict[str, Any]) -> None:
+    """Keep what the policy recorded with its choice (e.g. best-of-N candidates) on the node, and as an event."""
+    node.metadata = {**node.metadata, **note}
+    _save(state, node)
+    emit(state, "node.noted", key=node.key, **note)
 
 
 def _violation(state: State, action: object, error: Exception) -> None:
@@ -452,7 +461,7 @@ def _violation(state: State, action: object, error: Exception) -> None:
 
 def _decide(state: State) -> None:
     run = state.run
-    policy = make_policy(run.policy, policy_config(run.policy_config, run.checkpoint))
+    policy = make_policy(run.policy, policy_config(run.policy_config, run.checkpoint, best_of=run.best_of))
     pairs = admissible_pairs(run)
     violations = 0
     for _ in range(MAX_ACTIONS_PER_STEP):

@@ -86,4 +86,5 @@ def observe(
         pairs=pairs if pairs is not None else admissible_pairs(run),
         cost_preference=run.cost_preference,
         task_metadata=run.task.metadata,
+        best_of=run.best_of,
     )

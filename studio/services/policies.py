@@ -1,5 +1,6 @@
 """Which policy a run acts under, and with what: its config plus, for the learned policy,
-the checkpoint it loads (the one the run names, else the default policy checkpoint)."""
+the checkpoint it loads (the one the run names, else the default policy checkpoint), and
+for a best-of-N run the default reward model that picks among the candidates."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from django.conf import settings
 from orchestrator.policies import make_policy
 from studio.errors import Invalid
 from studio.models import Checkpoint, CheckpointKind
+from studio.services.reward import reward_model_file
 
 CHECKPOINTED = {"learned"}  # policies that load a trained checkpoint
 
@@ -44,17 +46,26 @@ def run_checkpoint(*, policy: str, checkpoint_id: int | None) -> Checkpoint | No
     return checkpoint
 
 
-def policy_config(config: dict[str, Any], checkpoint: Checkpoint | None) -> dict[str, Any]:
-    """The config a policy is made with: the run's own, plus its checkpoint's file."""
-    if checkpoint is None:
-        return dict(config)
-    return {**config, "checkpoint": str(Path(settings.DATA_DIR) / checkpoint.path)}
+def policy_config(config: dict[str, Any], checkpoint: Checkpoint | None, *, best_of: int = 1) -> dict[str, Any]:
+    """The config a policy is made with: the run's own, plus its checkpoint's file, plus for
+    best_of > 1 the default reward model's file (absent when there is none: the run then
+    solves with its first choice, as for best_of 1)."""
+    full = dict(config)
+    if checkpoint is not None:
+        full["checkpoint"] = str(Path(settings.DATA_DIR) / checkpoint.path)
+    if best_of > 1:
+        reward_model = reward_model_file()
+        if reward_model is not None:
+            full["reward_model"] = str(reward_model)
+    return full
 
 
 def check_policy(name: str, config: dict[str, Any], checkpoint: Checkpoint | None = None) -> None:
     """Refuse, with a 422 naming the field, a policy that does not exist or will not load."""
     if "checkpoint" in config:
         raise Invalid("policy_config", "Name a checkpoint with checkpoint_id, not by its path.")
+    if "reward_model" in config:
+        raise Invalid("policy_config", "best_of uses the default reward model; promote a checkpoint to change it.")
     try:
         make_policy(name, policy_config(config, checkpoint))
     except KeyError as exc:

@@ -14,6 +14,7 @@ from studio.models import Admissibility, Attempt, AttemptStatus, Node, NodeStatu
 from studio.permissions import can_view_run, can_view_task
 from studio.services.events import run_event_append
 from studio.services.policies import check_policy, default_policy, run_checkpoint
+from studio.services.reward import check_best_of
 from studio.services.scheduling import step_request
 
 PRESETS = COST_PRESETS
@@ -49,6 +50,7 @@ def run_create(
     policy = policy or default_policy()
     checkpoint = run_checkpoint(policy=policy, checkpoint_id=checkpoint_id)
     check_policy(policy, config, checkpoint)
+    check_best_of(best_of=best_of)
     run = Run.objects.create(
         task=task, owner=owner, pool_id=pool_id, policy=policy, policy_config=config, checkpoint=checkpoint,
         cost_preference=cost_preference, best_of=best_of, max_cost_usd=max_cost_usd, max_nodes=max_nodes,

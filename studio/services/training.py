@@ -21,7 +21,7 @@ from studio.models import Checkpoint, CheckpointKind, JobStatus, TrainingJob, Us
 from studio.notifier import notifier
 
 HISTORY_LIMIT = 2000  # points kept for curves; later points thin the history evenly
-TRAINABLE = {CheckpointKind.POLICY}  # the reward model's trainer arrives with OrchRM
+TRAINABLE = {CheckpointKind.POLICY, CheckpointKind.REWARD_MODEL}
 
 
 def training_group(job_id: int) -> str:
@@ -47,6 +47,24 @@ def check_training_config(kind: str, config: dict[str, Any]) -> None:
     if unknown:
         known = ", ".join(sorted(shipped))
         raise Invalid("config.outcomes", f"Unknown outcome files: {', '.join(unknown)}; shipped: {known}.")
+    if kind == CheckpointKind.REWARD_MODEL:
+        check_reward_config(config)
+
+
+def check_reward_config(config: dict[str, Any]) -> None:
+    """A reward-model job's own options: `rm` (RMConfig's sections) and the studio's pair sources."""
+    from orchestrator.train_rm import RMConfig
+
+    rm = config.get("rm", {})
+    try:
+        if not isinstance(rm, dict):
+            raise TypeError("it must be an object")
+        RMConfig.from_mapping(rm)
+    except (TypeError, ValueError) as exc:
+        raise Invalid("config.rm", f"The reward model's configuration is not valid: {exc}") from None
+    for name in ("preferences", "live_runs"):
+        if not isinstance(config.get(name, True), bool):
+            raise Invalid(f"config.{name}", f"{name} must be true or false.")
 
 
 def shipped_outcomes() -> list[Path]:

@@ -113,3 +113,15 @@ def test_composite_task_from_unknown_items_is_422(api_as) -> None:
     response = api_as().post("/tasks/composite", {"items": [{"source": "demo", "item_id": "missing"}]})
     assert response.status_code == 422
     assert "no recorded item" in response.json_body["detail"]
+
+
+def test_best_of_without_a_reward_model_is_422(api_as, make_user, pool_id: int) -> None:
+    me = make_user(Role.VIEWER)
+    body = {"task_id": TaskFactory(owner=me).pk, "pool_id": pool_id, "best_of": 4}
+    response = api_as(user=me).post("/runs", body)
+    assert response.status_code == 422, response.json_body
+    assert response.json_body["field"] == "best_of"
+    assert "best_of needs a default reward model; train and promote one" in response.json_body["detail"]
+    assert Run.objects.count() == 0
+    body["best_of"] = 1  # one candidate needs no reward model
+    assert api_as(user=me).post("/runs", body).status_code == 201

@@ -35,7 +35,9 @@ def test_a_researcher_queues_a_policy_job_and_reads_it(api_as, django_capture_on
 @pytest.mark.parametrize(
     ("body", "field"),
     [
-        ({"kind": "reward_model"}, "kind"),
+        ({"kind": "reward_model", "config": {"rm": {"train": {"epochz": 3}}}}, "config.rm"),
+        ({"kind": "reward_model", "config": {"rm": []}}, "config.rm"),
+        ({"kind": "reward_model", "config": {"live_runs": "yes"}}, "config.live_runs"),
         ({"config": {"seed": -1}}, "config.seed"),
         ({"config": {"outcomes": ["nope.jsonl.gz"]}}, "config.outcomes"),
         ({"config": {"outcomes": "routerbench.jsonl.gz"}}, "config.outcomes"),

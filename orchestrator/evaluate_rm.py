@@ -1,0 +1,236 @@
+"""Evaluate OrchRM on recorded outcomes: held-out pairwise accuracy, and best-of-N against N=1.
+
+    python -m orchestrator.evaluate_rm --outcomes FILE [FILE ...] [--seeds 0 1 2] [--n 8]
+        [--lam 0.05] [--json OUT.json] [--prices P] [--rm-config C.json] [--policy-config C.json]
+
+Items are split as `orchestrator.evaluate` splits them (the upstream train/test split where
+every item has one, else a seeded 80/20); tasks of the test split are never seen in training.
+For each seed:
+1. OrchRM is trained on self-supervised pairs of the train items;
+2. its pairwise accuracy is measured on every pair of each kind built from the test items,
+   per source file and pooled (a pair is judged at the lowest λ at which it holds: λ = 0
+   for correct-over-incorrect);
+3. the learned policy is fitted on the train items; for each test item it samples N
+   candidate plans at λ; the lines of `reward.bestofn` are scored.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from orchestrator.learning.dataset import default_embedder, encode, make_context
+from orchestrator.learning.episode import rollout
+from orchestrator.learning.features import task_features
+from orchestrator.learning.method import LearnedMethod
+from orchestrator.outcomes import DOMAINS
+from orchestrator.reward.bestofn import LINES, evaluate_lines
+from orchestrator.reward.features import table_plan_features
+from orchestrator.reward.model import RewardNet
+from orchestrator.reward.pairs import cheaper_correct, concat, correct_over_incorrect, node_level
+from orchestrator.reward.train import pair_metrics, table_tensors, train_reward
+from orchestrator.routing.table import OutcomeTable, load_table, split_table
+from orchestrator.train_rm import RMConfig, table_pair_data
+
+HEADLINE_SOURCE = "correct_over_incorrect"
+
+
+def held_out_pairs(
+    net: RewardNet, test: OutcomeTable, task: np.ndarray, plans: np.ndarray, cost: np.ndarray
+) -> dict[str, float]:
+    """Pairwise accuracy on every test pair of each kind, per source file and pooled."""
+    pairs = concat([correct_over_incorrect(test), cheaper_correct(test, cost_ratio=1.5), node_level(test)])
+    data = table_tensors(pairs, task, plans, cost)
+    files = np.asarray(test.sources)[pairs.item]
+    out = pair_metrics(net, data, "test")
+    for name in sorted(set(test.sources)):
+        rows = np.flatnonzero(files == name)
+        out |= {
+            k.replace("test/", f"test[{name}]/", 1): v for k, v in pair_metrics(net, data.take(rows), "test").items()
+        }
+    return out
+
+
+def sample_candidates(
+    method: LearnedMethod, test: OutcomeTable, emb: np.ndarray, *, n: int, lam: float, seed: int
+) -> np.ndarray:
+    """int64 [items, n]: the first pair of n sampled episodes of the fitted policy at λ."""
+    assert method.net is not None and method.context is not None
+    batch = encode(test, emb, method.context, with_outcomes=False)
+    gen = torch.Generator().manual_seed(seed)
+    out = np.full((test.n_items, n), -1, dtype=np.int64)
+    with torch.no_grad():
+        for k in range(n):
+            episode = rollout(
+                method.net, batch, torch.full((test.n_items,), lam), max_steps=1, mode="sample", generator=gen
+            )
+            out[:, k] = [calls[0] if calls else -1 for calls in episode.order]
+    return out
+
+
+def reward_matrix(net: RewardNet, task: np.ndarray, plans: np.ndarray, lam: float) -> np.ndarray:
+    """float64 [items, p]: OrchRM's reward of every one-node plan at λ."""
+    n, p, d = plans.shape
+    with torch.no_grad():
+        flat = net(
+            torch.from_numpy(np.repeat(task, p, axis=0)),
+            torch.from_numpy(plans.reshape(n * p, d)),
+            torch.full((n * p,), float(lam)),
+        )
+    matrix: np.ndarray = flat.double().numpy().reshape(n, p)
+    return matrix
+
+
+def run_seed(
+    table: OutcomeTable,
+    *,
+    seed: int,
+    n: int,
+    lam: float,
+    rm_config: RMConfig,
+    policy_config: dict[str, Any] | None,
+    prices: dict[str, dict[str, float]] | None,
+) -> dict[str, Any]:
+    train, test = split_table(table, seed=seed)
+    emb_tr = np.asarray(default_embedder(list(train.prompts)), dtype=np.float32)
+    emb_te = np.asarray(default_embedder(list(test.prompts)), dtype=np.float32)
+    context = make_context(train, emb_tr, prices)
+    cost_ref = context.calibration.cost_ref
+
+    start = time.perf_counter()
+    data = table_pair_data(train, emb_tr, context, rm_config.pairs, seed=seed)
+    net = RewardNet(rm_config.model)
+    fit = train_reward(net, data, replace(rm_config.train, seed=seed))
+    rm_s = time.perf_counter() - start
+    task_te = task_features(emb_te, test.domains)
+    plans_te = table_plan_features(context, emb_te, test.domains)
+    pairs = held_out_pairs(net, test, task_te, plans_te, np.nan_to_num(test.cost) / cost_ref)
+
+    start = time.perf_counter()
+    method = LearnedMethod(policy_config)
+    method.fit(train, seed=seed)
+    policy_s = time.perf_counter() - start
+    candidates = sample_candidates(method, test, emb_te, n=n, lam=lam, seed=seed)
+    routable = (candidates >= 0).all(axis=1)
+    test_r, cand = test.rows(np.flatnonzero(routable)), candidates[routable]
+    rows = np.arange(test_r.n_items)[:, None]
+    reward = reward_matrix(net, task_te[routable], plans_te[routable], lam)[rows, cand]
+    reward_acc = reward_matrix(net, task_te[routable], plans_te[routable], 0.0)[rows, cand]
+    dom = np.array([DOMAINS.index(d) if d in DOMAINS else 0 for d in test_r.domains])
+    est_cost = context.calibration.domain_cost[dom][rows, cand] / cost_ref
+    lines = {"all": evaluate_lines(test_r, cand, reward, est_cost, reward_acc=reward_acc)}
+    for name in sorted(set(test_r.sources)):
+        keep = np.flatnonzero(np.asarray(test_r.sources) == name)
+        lines[name] = evaluate_lines(
+            test_r.rows(keep), cand[keep], reward[keep], est_cost[keep], reward_acc=reward_acc[keep]
+        )
+    return {
+        "seed": seed,
+        "train_items": train.n_items,
+        "test_items": test.n_items,
+        "rm_fit": {k: v for k, v in fit.items() if not k.startswith("train/pairs/")},
+        "rm_pairs": {str(k): int(v) for k, v in zip(*np.unique(data.source, return_counts=True), strict=True)},
+        "time/rm_s": rm_s,
+        "time/policy_s": policy_s,
+        "pairs": pairs,
+        "distinct_candidates": float(np.mean([len(set(row)) for row in cand.tolist()])),
+        "lines": {group: {name: asdict(r) for name, r in res.items()} for group, res in lines.items()},
+    }
+
+
+def mean_sd(values: Sequence[float]) -> str:
+    arr = np.asarray(values, dtype=float)
+    return f"{arr.mean():.4f} ± {arr.std(ddof=1) if len(arr) > 1 else 0.0:.4f}"
+
+
+def report(results: list[dict[str, Any]], *, n: int, lam: float) -> None:
+    print(f"\nOrchRM held-out pairwise accuracy (test tasks unseen in training), {len(results)} seed(s)")
+    first = results[0]["pairs"]
+    for key in sorted(k for k in first if "/accuracy" in k):
+        count = first.get(key.replace("/accuracy", "/pairs"), float("nan"))
+        print(f"  {key:55s} {mean_sd([r['pairs'][key] for r in results])}   ({int(count)} pairs)")
+    print(f"\nBest-of-{n} at λ={lam}: macro accuracy, $/query, executed plans and LLM tokens per query")
+    for group in results[0]["lines"]:
+        print(f"  [{group}]")
+        for line in LINES:
+            rows = [r["lines"][group][line] for r in results]
+            print(
+                f"    {line:11s} macro {mean_sd([x['macro_acc'] for x in rows])}"
+                f"  ${np.mean([x['cost_per_query'] for x in rows]):.3e}/query"
+                f"  executed {np.mean([x['executed_per_query'] for x in rows]):.2f}"
+                f"  tokens {np.mean([x['tokens_per_query'] for x in rows]):.0f}"
+                f"  scoring tokens {rows[0]['scoring_tokens']}"
+            )
+        gain = [r["lines"][group]["rm"]["macro_acc"] - r["lines"][group]["n1"]["macro_acc"] for r in results]
+        matched = [r["lines"][group]["rm_matched"]["macro_acc"] - r["lines"][group]["n1"]["macro_acc"] for r in results]
+        print(f"    rm − n1: {mean_sd(gain)} points·0.01; rm_matched − n1: {mean_sd(matched)}")
+    print(
+        "\ntimes (s): "
+        + ", ".join(f"seed {r['seed']}: RM {r['time/rm_s']:.1f}, policy {r['time/policy_s']:.1f}" for r in results)
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m orchestrator.evaluate_rm", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--outcomes", nargs="+", required=True, type=Path, help="outcome files (.jsonl / .jsonl.gz)")
+    parser.add_argument("--seeds", nargs="+", type=int, default=[0], help="seeds (each trains and evaluates anew)")
+    parser.add_argument("--n", type=int, default=8, help="candidate plans per task (best-of-N)")
+    parser.add_argument("--lam", type=float, default=0.05, help="cost preference λ for sampling and scoring")
+    parser.add_argument("--prices", type=Path, help="prices.json (default: the one beside the first outcome file)")
+    parser.add_argument("--rm-config", type=Path, help="JSON config of OrchRM (as train_rm --config)")
+    parser.add_argument(
+        "--policy-config", type=Path, help="JSON config of the learned policy (as evaluate --learned-config)"
+    )
+    parser.add_argument("--json", type=Path, help="write every figure here")
+    args = parser.parse_args(argv)
+    for path in args.outcomes:
+        if not path.is_file():
+            parser.error(f"no such file: {path}")
+    if args.n < 1:
+        parser.error("--n must be at least 1")
+    if args.lam < 0:
+        parser.error("--lam must be non-negative")
+    prices = args.prices
+    if prices is None and (args.outcomes[0].parent / "prices.json").is_file():
+        prices = args.outcomes[0].parent / "prices.json"
+    price_map = json.loads(prices.read_text(encoding="utf-8")) if prices else None
+    try:
+        rm_config = RMConfig.from_mapping(json.loads(args.rm_config.read_text()) if args.rm_config else None)
+        policy_config = json.loads(args.policy_config.read_text()) if args.policy_config else None
+    except (TypeError, ValueError) as error:
+        parser.error(f"bad config: {error}")
+    table = load_table(list(args.outcomes), prices=prices)
+    table = table.rows(np.flatnonzero(table.available().any(axis=1)))
+    results = []
+    for seed in args.seeds:
+        print(f"seed {seed}: training OrchRM and the policy ...", file=sys.stderr, flush=True)
+        results.append(
+            run_seed(
+                table,
+                seed=seed,
+                n=args.n,
+                lam=args.lam,
+                rm_config=rm_config,
+                policy_config=policy_config,
+                prices=price_map,
+            )
+        )
+    report(results, n=args.n, lam=args.lam)
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps({"n": args.n, "lam": args.lam, "seeds": results}, indent=1, default=float))
+        print(f"figures: {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""OrchRM: preference pairs over plans, a Bradley-Terry reward model, and best-of-N selection."""

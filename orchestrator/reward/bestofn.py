@@ -1,0 +1,128 @@
+"""Test-time scaling on recorded outcomes: N candidate plans from the policy, one executed.
+
+Lines, each scored on the same candidates (shapes: n items, N candidates, p pairs):
+- n1: one sampled plan executed (the expected score and cost over the N samples);
+- rm: OrchRM picks the top of the N, only it is executed;
+- rm_matched: OrchRM's accuracy-only reward (λ = 0) minus a cost penalty tuned so that the
+  mean *estimated* cost is at most n1's (estimates only: no recorded outcome of a test item
+  is read to tune it): best-of-N at the same cost as N = 1;
+- majority: every distinct candidate executed, the most common answer kept;
+- oracle: pass@N, every distinct candidate executed, right if any is.
+Scoring plans with OrchRM calls no model: its token count is 0, and the accounting says so.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+import numpy as np
+
+from orchestrator.learning.features import answer_key
+from orchestrator.routing.metrics import macro_accuracy
+from orchestrator.routing.table import OutcomeTable
+
+LINES = ("n1", "rm", "rm_matched", "majority", "oracle")
+
+
+@dataclass(frozen=True)
+class LineResult:
+    name: str
+    macro_acc: float
+    cost_per_query: float  # USD of executed calls, recorded
+    executed_per_query: float  # plans (distinct pair calls) executed
+    tokens_per_query: float  # LLM tokens of executed calls, recorded
+    scoring_tokens: int  # LLM tokens spent choosing among candidates
+    per_benchmark: dict[str, float]
+
+
+def select_matched(reward: np.ndarray, est_cost: np.ndarray, target: float) -> np.ndarray:
+    """int64 [n]: per item the candidate maximizing reward - μ·est_cost, with the smallest μ ≥ 0
+    whose mean estimated cost is at most `target` (reward, est_cost [n, N])."""
+
+    def pick(mu: float) -> np.ndarray:
+        chosen: np.ndarray = (reward - mu * est_cost).argmax(axis=1)
+        return chosen
+
+    def spent(chosen: np.ndarray) -> float:
+        return float(np.take_along_axis(est_cost, chosen[:, None], axis=1).mean())
+
+    if spent(pick(0.0)) <= target:
+        return pick(0.0)
+    lo, hi = 0.0, 1.0
+    while spent(pick(hi)) > target and hi < 1e6:
+        hi *= 2
+    for _ in range(40):
+        mid = (lo + hi) / 2
+        lo, hi = (lo, mid) if spent(pick(mid)) <= target else (mid, hi)
+    return pick(hi)
+
+
+def evaluate_lines(
+    test: OutcomeTable,
+    candidates: np.ndarray,
+    reward: np.ndarray,
+    est_cost: np.ndarray,
+    *,
+    reward_acc: np.ndarray | None = None,
+) -> dict[str, LineResult]:
+    """Score every line; candidates [n, N] columns; reward (at the run's λ), reward_acc (at λ = 0,
+    default `reward`) and est_cost [n, N] for them."""
+    acc_reward = reward if reward_acc is None else reward_acc
+    n, k = candidates.shape
+    rows = np.arange(n)[:, None]
+    score = np.nan_to_num(test.score[rows, candidates])  # [n, N]
+    cost = np.nan_to_num(test.cost[rows, candidates])
+    tokens = np.nan_to_num(test.tokens_in[rows, candidates] + test.tokens_out[rows, candidates])
+
+    def single(chosen: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        pick = chosen[:, None]
+        return (
+            np.take_along_axis(score, pick, 1)[:, 0],
+            np.take_along_axis(cost, pick, 1)[:, 0],
+            np.take_along_axis(tokens, pick, 1)[:, 0],
+        )
+
+    distinct = np.zeros((n, k), dtype=bool)  # the first sample of each distinct pair: what runs
+    for i in range(n):
+        _, first = np.unique(candidates[i], return_index=True)
+        distinct[i, first] = True
+    majority = np.array([_majority(test, i, candidates[i]) for i in range(n)])
+    lines: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {
+        "n1": (score.mean(1), cost.mean(1), tokens.mean(1), np.ones(n)),
+        "rm": (*single(reward.argmax(1)), np.ones(n)),
+        "rm_matched": (*single(select_matched(acc_reward, est_cost, float(est_cost.mean()))), np.ones(n)),
+        "majority": (
+            np.take_along_axis(score, majority[:, None], 1)[:, 0],
+            (cost * distinct).sum(1),
+            (tokens * distinct).sum(1),
+            distinct.sum(1).astype(float),
+        ),
+        "oracle": (score.max(1), (cost * distinct).sum(1), (tokens * distinct).sum(1), distinct.sum(1).astype(float)),
+    }
+    out = {}
+    for name, (s, c, t, e) in lines.items():
+        per_bench = {b: float(s[np.array(test.benchmarks) == b].mean()) for b in sorted(set(test.benchmarks))}
+        out[name] = LineResult(
+            name=name,
+            macro_acc=macro_accuracy(s, test.benchmarks),
+            cost_per_query=float(c.mean()),
+            executed_per_query=float(e.mean()),
+            tokens_per_query=float(t.mean()),
+            scoring_tokens=0,
+            per_benchmark=per_bench,
+        )
+    return out
+
+
+def _majority(test: OutcomeTable, item: int, columns: np.ndarray) -> int:
+    """Index (into `columns`) of a candidate giving the most common answer; the earliest on a tie."""
+    keys = [answer_key(test.responses[item][int(j)]) for j in columns]
+    counts = Counter(k for k in keys if k is not None)
+    if not counts:
+        return 0
+    best = max(counts.values())
+    for index, key in enumerate(keys):
+        if key is not None and counts[key] == best:
+            return index
+    return 0

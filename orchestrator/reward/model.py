@@ -1,0 +1,122 @@
+"""OrchRM's network and its checkpoint: one scalar per (task, plan), no execution needed.
+
+Shapes: B plans, T task features (embedding + domain one-hot), D = PLAN_DIM.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from orchestrator.learning.dataset import PoolContext
+from orchestrator.learning.features import TASK_EXTRA, PairInfo, task_features
+from orchestrator.learning.model import LAMBDA_DIM, lambda_features
+from orchestrator.reward.features import PLAN_DIM, calibration_from_payload, calibration_payload, plan_features
+from orchestrator.reward.plans import Plan
+
+KIND = "orchestra-reward-model"
+
+
+@dataclass(frozen=True)
+class RewardConfig:
+    """Sizes of the reward network."""
+
+    embedding_dim: int = 384  # width of the task text embedding (MiniLM)
+    hidden: int = 64  # width of the hidden layers (small: per-task signal is weak, a wide net memorizes tasks)
+    dropout: float = 0.2  # dropout inside the MLP (training only)
+
+
+class RewardNet(nn.Module):  # type: ignore[misc]  # torch is not type-checked (pyproject)
+    def __init__(self, config: RewardConfig) -> None:
+        super().__init__()
+        self.config = config
+        h = config.hidden
+        self.task_proj = nn.Sequential(nn.Linear(config.embedding_dim + TASK_EXTRA, h), nn.GELU())
+        self.head = nn.Sequential(
+            nn.Linear(h + PLAN_DIM + LAMBDA_DIM, h),
+            nn.GELU(),
+            nn.Dropout(config.dropout),
+            nn.Linear(h, h),
+            nn.GELU(),
+            nn.Linear(h, 1),
+        )
+
+    def forward(self, task: torch.Tensor, plan: torch.Tensor, lam: torch.Tensor) -> torch.Tensor:
+        """task [B, T], plan [B, D], cost preference lam [B] -> [B] reward."""
+        joint = torch.cat([self.task_proj(task), plan, lambda_features(lam)], dim=-1)
+        out: torch.Tensor = self.head(joint).squeeze(-1)
+        return out
+
+
+def save_reward_model(path: str | Path, net: RewardNet, context: PoolContext, *, extra: dict[str, Any]) -> None:
+    """A .pt file of tensors and JSON-able values (loads with weights_only=True)."""
+    payload = {
+        "kind": KIND,
+        "config": asdict(net.config),
+        "state_dict": net.state_dict(),
+        "pool": {
+            "infos": [asdict(info) for info in context.infos],
+            "calibration": calibration_payload(context.calibration),
+        },
+        **extra,
+    }
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    torch.save(payload, path)
+
+
+class RewardModel:
+    """A trained OrchRM: scores plans for tasks; load with `RewardModel.load(path)`."""
+
+    def __init__(self, net: RewardNet, context: PoolContext, payload: dict[str, Any]) -> None:
+        self.net, self.context, self.payload = net.eval(), context, payload
+
+    @classmethod
+    def load(cls, path: str | Path) -> RewardModel:
+        payload: dict[str, Any] = torch.load(path, map_location="cpu", weights_only=True)
+        if payload.get("kind") != KIND:
+            raise ValueError(f"{path} is not an OrchRM checkpoint")
+        net = RewardNet(RewardConfig(**payload.pop("config")))
+        net.load_state_dict(payload.pop("state_dict"))
+        pool = payload.pop("pool")
+        context = PoolContext(
+            infos=[PairInfo(**info) for info in pool["infos"]],
+            calibration=calibration_from_payload(pool["calibration"]),
+        )
+        return cls(net, context, payload)
+
+    def score(
+        self,
+        embeddings: np.ndarray,
+        domains: Sequence[str],
+        plans: Sequence[Plan],
+        *,
+        lam: float = 0.0,
+        infos: dict[tuple[str, str], PairInfo] | None = None,
+    ) -> np.ndarray:
+        """float64 [m]: the reward of each plan for its task (embeddings [m, e], one row per plan).
+
+        `lam` is the cost preference (0 = accuracy only), in the policy's units.
+        """
+        if not plans:
+            return np.zeros(0)
+        feats = plan_features(self.context, embeddings, domains, plans, infos=infos)
+        task = task_features(embeddings, domains)
+        with torch.no_grad():
+            out = self.net(torch.from_numpy(task), torch.from_numpy(feats), torch.full((len(plans),), float(lam)))
+        scores: np.ndarray = out.double().numpy()
+        return scores
+
+    def scorer(self, embedder: Callable[[list[str]], np.ndarray]) -> Callable[[list[str], list[Plan]], np.ndarray]:
+        """A `(task texts, plans) -> rewards` function, for callers that hold text rather than embeddings."""
+
+        def score_texts(texts: list[str], plans: list[Plan]) -> np.ndarray:
+            emb = np.asarray(embedder(texts), dtype=np.float32) if texts else np.zeros((0, 384), np.float32)
+            return self.score(emb, [""] * len(texts), plans)
+
+        return score_texts

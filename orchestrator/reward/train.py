@@ -1,0 +1,199 @@
+"""The OrchRM trainer: Bradley-Terry on preference pairs, one readable loop (TRL's reward trainer, CleanRL's layout).
+
+loss = -logsigmoid(r(task, winner, λ) - r(task, loser, λ) - margin)
+
+The reward is conditioned on the cost preference λ (the policy's units: cost is divided
+by the pool's most expensive pair). A pair holds only for some λ: a right answer beats a
+wrong one while 1 - λ·c_win > -λ·c_lose, a cheaper right answer beats a dearer one for
+any λ > 0. Each pair carries that range and λ is drawn from it at every step, so one
+model ranks by accuracy at λ = 0 and trades accuracy for cost as λ grows.
+
+Shapes: M pairs, T task features, D plan features.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from orchestrator.reward.model import RewardNet
+from orchestrator.reward.pairs import TablePairs
+
+
+@dataclass(frozen=True)
+class RMTrainConfig:
+    """Bradley-Terry training."""
+
+    epochs: int = 12  # passes over the pairs
+    batch_size: int = 256  # pairs per step
+    lr: float = 1e-3  # Adam learning rate
+    weight_decay: float = 1e-3  # AdamW decay
+    margin: float = 0.0  # required reward gap (the optional margin of the BT loss)
+    seed: int = 0  # torch and shuffling seed
+    threads: int = 2  # torch CPU threads
+
+
+LAM_MAX = 1.0  # the largest cost preference trained on
+LAM_MIN_COST = 0.2  # a pair that needs λ > 0 (cheaper_correct) is trained from here up
+
+
+@dataclass
+class PairTensors:
+    """Pairs as tensors: each row a task and two plan feature vectors, the first preferred."""
+
+    task: torch.Tensor  # [M, T]
+    win: torch.Tensor  # [M, D]
+    lose: torch.Tensor  # [M, D]
+    source: np.ndarray  # [M] str
+    group: np.ndarray  # [M] int64 task id (pairs of one task share it)
+    lam_lo: torch.Tensor  # [M] the pair holds for λ in [lam_lo, lam_hi]
+    lam_hi: torch.Tensor  # [M]
+
+    def __len__(self) -> int:
+        return int(self.task.shape[0])
+
+    def take(self, index: np.ndarray) -> PairTensors:
+        idx = torch.from_numpy(np.asarray(index, dtype=np.int64))
+        return PairTensors(
+            self.task[idx],
+            self.win[idx],
+            self.lose[idx],
+            self.source[index],
+            self.group[index],
+            self.lam_lo[idx],
+            self.lam_hi[idx],
+        )
+
+    @classmethod
+    def concat(cls, parts: list[PairTensors]) -> PairTensors:
+        return cls(
+            torch.cat([p.task for p in parts]),
+            torch.cat([p.win for p in parts]),
+            torch.cat([p.lose for p in parts]),
+            np.concatenate([p.source for p in parts]),
+            np.concatenate([p.group for p in parts]),
+            torch.cat([p.lam_lo for p in parts]),
+            torch.cat([p.lam_hi for p in parts]),
+        )
+
+
+def lam_range(source: np.ndarray, cost_win: np.ndarray, cost_lose: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
+    """([M], [M]): the λ range in which each pair's preference holds (costs / cost_ref)."""
+    cheaper = source == "cheaper_correct"
+    dearer_by = np.maximum(np.nan_to_num(cost_win - cost_lose), 1e-6)
+    hi = np.where(cheaper, LAM_MAX, np.minimum(LAM_MAX, 1.0 / dearer_by))
+    lo = np.where(cheaper, LAM_MIN_COST, 0.0)
+    return torch.from_numpy(lo.astype(np.float32)), torch.from_numpy(hi.astype(np.float32))
+
+
+def table_tensors(
+    pairs: TablePairs, task: np.ndarray, plans: np.ndarray, cost: np.ndarray, *, group_offset: int = 0
+) -> PairTensors:
+    """Pairs over a table: task [n, T], one-node plan features [n, p, D] and recorded cost / cost_ref [n, p]."""
+    lo, hi = lam_range(pairs.source, cost[pairs.item, pairs.win], cost[pairs.item, pairs.lose])
+    return PairTensors(
+        task=torch.from_numpy(task[pairs.item]),
+        win=torch.from_numpy(plans[pairs.item, pairs.win]),
+        lose=torch.from_numpy(plans[pairs.item, pairs.lose]),
+        source=pairs.source.astype(str),
+        group=pairs.item.astype(np.int64) + group_offset,
+        lam_lo=lo,
+        lam_hi=hi,
+    )
+
+
+def bt_loss(r_win: torch.Tensor, r_lose: torch.Tensor, margin: float = 0.0) -> torch.Tensor:
+    """The Bradley-Terry loss, mean over the batch."""
+    return -F.logsigmoid(r_win - r_lose - margin).mean()
+
+
+def rewards(
+    net: RewardNet, data: PairTensors, *, lam: float | None = None, batch: int = 4096
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(r_win [M], r_lose [M]) in eval mode, at `lam` (default: each pair's lowest valid λ)."""
+    net.eval()
+    wins, loses = [], []
+    lams = data.lam_lo if lam is None else torch.full((len(data),), float(lam))
+    with torch.no_grad():
+        for s in range(0, len(data), batch):
+            wins.append(net(data.task[s : s + batch], data.win[s : s + batch], lams[s : s + batch]))
+            loses.append(net(data.task[s : s + batch], data.lose[s : s + batch], lams[s : s + batch]))
+    if not wins:
+        return torch.zeros(0), torch.zeros(0)
+    return torch.cat(wins), torch.cat(loses)
+
+
+def pair_metrics(net: RewardNet, data: PairTensors, prefix: str = "eval") -> dict[str, float]:
+    """Accuracy (ties count half), mean margin and reward statistics, overall and per source.
+
+    Each pair is judged at the lowest λ at which it holds: λ = 0 (accuracy only) for all
+    but cheaper_correct pairs, which are judged at LAM_MIN_COST.
+    """
+    r_win, r_lose = rewards(net, data)
+    gap = (r_win - r_lose).numpy()
+    hit = (gap > 0) + 0.5 * (gap == 0)
+    out = {f"{prefix}/accuracy": float(hit.mean()) if len(gap) else float("nan"), f"{prefix}/pairs": float(len(gap))}
+    if len(gap):
+        both = torch.cat([r_win, r_lose])
+        out |= {
+            f"{prefix}/margin": float(gap.mean()),
+            f"{prefix}/reward_mean": float(both.mean()),
+            f"{prefix}/reward_std": float(both.std()),
+        }
+    for source in sorted(set(data.source.tolist())):
+        rows = data.source == source
+        out[f"{prefix}/accuracy/{source}"] = float(hit[rows].mean())
+        out[f"{prefix}/pairs/{source}"] = float(rows.sum())
+    return out
+
+
+def train_reward(
+    net: RewardNet,
+    data: PairTensors,
+    config: RMTrainConfig,
+    *,
+    valid: PairTensors | None = None,
+    progress: Callable[[int, int, dict[str, float]], None] | None = None,
+) -> dict[str, float]:
+    """Train `net` in place; returns the final metrics (train and, with `valid`, held-out)."""
+    # seeding
+    torch.manual_seed(config.seed)
+    torch.set_num_threads(config.threads)
+    gen = torch.Generator().manual_seed(config.seed)
+    start = time.perf_counter()
+    optim = torch.optim.AdamW(net.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+    m = len(data)
+    steps_per_epoch = max(1, -(-m // config.batch_size))
+    total = config.epochs * steps_per_epoch
+    sched = torch.optim.lr_scheduler.OneCycleLR(optim, max_lr=config.lr, total_steps=max(total, 1))
+    history: dict[str, float] = {}
+    for epoch in range(config.epochs):
+        net.train()
+        order = torch.randperm(m, generator=gen)
+        losses, hits = [], []
+        for s in range(0, m, config.batch_size):
+            idx = order[s : s + config.batch_size]
+            u = torch.rand(len(idx), generator=gen)
+            lam = data.lam_lo[idx] + u * (data.lam_hi[idx] - data.lam_lo[idx])  # [b] drawn where the pair holds
+            r_win = net(data.task[idx], data.win[idx], lam)  # [b]
+            r_lose = net(data.task[idx], data.lose[idx], lam)  # [b]
+            loss = bt_loss(r_win, r_lose, config.margin)
+            optim.zero_grad()
+            loss.backward()
+            optim.step()
+            sched.step()
+            losses.append(float(loss.detach()))
+            hits.append(float((r_win > r_lose).float().mean()))
+        history = {"loss/bt": float(np.mean(losses)), "train/accuracy": float(np.mean(hits))}
+        if valid is not None and len(valid):
+            history |= pair_metrics(net, valid, "valid")
+        if progress is not None:
+            progress(epoch + 1, config.epochs, history)
+    metrics = {**history, **pair_metrics(net, data, "train"), "time/train_s": time.perf_counter() - start}
+    net.eval()
+    return metrics

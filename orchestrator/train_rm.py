@@ -1,0 +1,219 @@
+"""Train OrchRM (the plan reward model) on preference pairs and save a checkpoint.
+
+    python -m orchestrator.train_rm --outcomes data/outcomes/routerbench.jsonl.gz [...] \
+        [--preferences pairs.jsonl ...] [--out .data/reward.pt] [--seed 0] [--max-pairs 20000]
+
+Self-supervised pairs are built from every item of the outcome files (correct over
+incorrect, cheaper correct, node-level agreement); `--preferences` adds pairs in the
+TRL/HF JSONL format (human labels, or exported from the studio) that carry both plans.
+The checkpoint holds the network, the pool's calibration statistics, the metrics and the
+lineage (files, sources and pair counts).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from orchestrator.learning.dataset import PoolContext, make_context
+from orchestrator.learning.features import task_features
+from orchestrator.reward.features import plan_features, table_plan_features
+from orchestrator.reward.jsonl import PreferenceFormatError, PreferenceRecord, read_preferences
+from orchestrator.reward.model import RewardConfig, RewardNet, save_reward_model
+from orchestrator.reward.pairs import PairConfig, build_pairs
+from orchestrator.reward.train import LAM_MAX, PairTensors, RMTrainConfig, table_tensors, train_reward
+from orchestrator.routing.table import OutcomeTable, load_table
+
+Progress = Callable[[str, int, int, dict[str, float]], None]
+
+
+@dataclass(frozen=True)
+class RMConfig:
+    """Everything a reward-model training run uses."""
+
+    pairs: PairConfig = field(default_factory=PairConfig)  # self-supervised pair construction
+    train: RMTrainConfig = field(default_factory=RMTrainConfig)  # the Bradley-Terry loop
+    model: RewardConfig = field(default_factory=RewardConfig)  # network sizes
+
+    @classmethod
+    def from_mapping(cls, config: Mapping[str, Any] | None) -> RMConfig:
+        config = dict(config or {})
+        base = cls()
+        pairs = dict(config.get("pairs", {}))
+        if "sources" in pairs:
+            pairs["sources"] = tuple(pairs["sources"])
+        return cls(
+            pairs=replace(base.pairs, **pairs),
+            train=replace(base.train, **config.get("train", {})),
+            model=replace(base.model, **config.get("model", {})),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def preference_tensors(
+    records: Sequence[PreferenceRecord], context: PoolContext, embedder: Callable[[list[str]], np.ndarray]
+) -> tuple[PairTensors | None, int]:
+    """(pairs with both plans as tensors, or None; how many records lacked a plan and were left out)."""
+    usable = [r for r in records if r.chosen_plan is not None and r.rejected_plan is not None]
+    if not usable:
+        return None, len(records)
+    emb = np.asarray(embedder([r.prompt for r in usable]), dtype=np.float32)
+    domains = [str(r.extra.get("domain") or "") for r in usable]
+    win = plan_features(context, emb, domains, [r.chosen_plan for r in usable if r.chosen_plan])
+    lose = plan_features(context, emb, domains, [r.rejected_plan for r in usable if r.rejected_plan])
+    m = len(usable)
+    data = PairTensors(
+        task=torch.from_numpy(task_features(emb, domains)),
+        win=torch.from_numpy(win),
+        lose=torch.from_numpy(lose),
+        source=np.asarray([r.source for r in usable]),
+        group=-1 - np.arange(m, dtype=np.int64),
+        lam_lo=torch.zeros(m),
+        lam_hi=torch.full((m,), LAM_MAX),
+    )
+    return data, len(records) - m
+
+
+def table_pair_data(
+    table: OutcomeTable, emb: np.ndarray, context: PoolContext, config: PairConfig, *, seed: int
+) -> PairTensors:
+    """Self-supervised pairs of a table, as tensors (each item's own outcomes left out of its features)."""
+    pairs = build_pairs(table, config=config, seed=seed, embeddings=emb)
+    plans = table_plan_features(context, emb, table.domains, exclude_self=True)
+    cost = np.nan_to_num(table.cost) / context.calibration.cost_ref
+    return table_tensors(pairs, task_features(emb, table.domains), plans, cost)
+
+
+def train(
+    paths: Sequence[Path],
+    *,
+    out: Path,
+    seed: int,
+    config: RMConfig,
+    prices: Path | None,
+    preferences: Sequence[PreferenceRecord] = (),
+    embedder: Callable[[list[str]], np.ndarray] | None = None,
+    show_progress: bool = True,
+    on_progress: Progress | None = None,
+) -> dict[str, float]:
+    """Build pairs from every item of `paths` (plus `preferences`), train, write `out`; the metrics.
+
+    `on_progress(stage, done, total, metrics)` is called per embedding chunk ("embedding")
+    and per epoch ("train").
+    """
+    start = time.perf_counter()
+    torch.manual_seed(seed)
+    table = load_table(list(paths), prices=prices)
+    table = table.rows(np.flatnonzero(table.available().any(axis=1)))
+    if embedder is None:
+        from orchestrator.embedding import embed
+
+        def embed_all(texts: list[str]) -> np.ndarray:
+            def chunk(done: int, total: int) -> None:
+                if on_progress is not None:
+                    on_progress("embedding", done, total, {})
+
+            return embed(texts, progress=show_progress, on_chunk=chunk)
+
+        embedder = embed_all
+    emb = np.asarray(embedder(list(table.prompts)), dtype=np.float32)
+    embedded_s = time.perf_counter() - start
+    price_map = json.loads(prices.read_text(encoding="utf-8")) if prices else None
+    context = make_context(table, emb, price_map)
+    data = table_pair_data(table, emb, context, config.pairs, seed=seed)
+    extra, no_plan = preference_tensors(preferences, context, embedder)
+    if extra is not None:
+        data = PairTensors.concat([data, extra])
+    if not len(data):
+        raise ValueError("no preference pairs could be built from these outcomes")
+    built_s = time.perf_counter() - start
+
+    bar = tqdm(total=config.train.epochs, desc="train", file=sys.stderr, disable=not show_progress)
+
+    def epoch_done(done: int, total: int, metrics: dict[str, float]) -> None:
+        bar.update(done - bar.n)
+        bar.set_postfix({k: round(v, 4) for k, v in metrics.items()})
+        if on_progress is not None:
+            on_progress("train", done, total, metrics)
+
+    net = RewardNet(config.model)
+    metrics = train_reward(net, data, replace(config.train, seed=seed), progress=epoch_done)
+    bar.close()
+    sources = {str(k): int(v) for k, v in zip(*np.unique(data.source, return_counts=True), strict=True)}
+    metrics |= {
+        "time/embed_s": embedded_s,
+        "time/pairs_s": built_s - embedded_s,
+        "time/total_s": time.perf_counter() - start,
+        "data/items": float(table.n_items),
+        "data/pairs": float(len(data)),
+        "data/preferences_without_plans": float(no_plan),
+    }
+    lineage = {
+        "outcomes": [str(p) for p in paths],
+        "preferences": len(preferences),
+        "sources": sources,
+        "seed": seed,
+    }
+    save_reward_model(out, net, context, extra={"metrics": metrics, "train": config.to_dict(), "lineage": lineage})
+    return metrics
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m orchestrator.train_rm", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--outcomes", nargs="+", required=True, type=Path, help="outcome files (.jsonl / .jsonl.gz)")
+    parser.add_argument("--preferences", nargs="*", default=[], type=Path, help="preference pairs (TRL JSONL)")
+    parser.add_argument("--out", type=Path, default=Path(".data/reward.pt"), help="checkpoint to write")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--prices", type=Path, help="prices.json (default: the one beside the first outcome file)")
+    parser.add_argument("--max-pairs", type=int, help="self-supervised pairs after balancing (default 20000)")
+    parser.add_argument("--epochs", type=int, help="passes over the pairs")
+    parser.add_argument("--config", type=Path, help='JSON config: {"pairs": {...}, "train": {...}, "model": {...}}')
+    args = parser.parse_args(argv)
+    for path in [*args.outcomes, *args.preferences]:
+        if not path.is_file():
+            parser.error(f"no such file: {path}")
+    prices = args.prices
+    if prices is None and (args.outcomes[0].parent / "prices.json").is_file():
+        prices = args.outcomes[0].parent / "prices.json"
+    try:
+        config = RMConfig.from_mapping(json.loads(args.config.read_text()) if args.config else None)
+    except (TypeError, ValueError) as error:
+        parser.error(f"bad --config: {error}")
+    if args.max_pairs is not None:
+        config = replace(config, pairs=replace(config.pairs, max_pairs=args.max_pairs))
+    if args.epochs is not None:
+        config = replace(config, train=replace(config.train, epochs=args.epochs))
+    records: list[PreferenceRecord] = []
+    for path in args.preferences:
+        try:
+            records += read_preferences(path)
+        except PreferenceFormatError as error:
+            parser.error(f"{path}: {error}")
+    metrics = train(args.outcomes, out=args.out, seed=args.seed, config=config, prices=prices, preferences=records)
+    print(f"pairs: {int(metrics['data/pairs'])} from {int(metrics['data/items'])} items")
+    print(
+        f"training time: {metrics['time/train_s']:.1f}s on {config.train.threads} CPU threads "
+        f"(total {metrics['time/total_s']:.1f}s, embedding {metrics['time/embed_s']:.1f}s, "
+        f"pairs {metrics['time/pairs_s']:.1f}s)"
+    )
+    for key in sorted(metrics):
+        if key.startswith(("loss/", "train/")):
+            print(f"  {key:40s} {metrics[key]:.4f}")
+    print(f"checkpoint: {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
