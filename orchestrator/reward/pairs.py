@@ -83,6 +83,13 @@ def _from_mask(mask: np.ndarray, source: str) -> TablePairs:
     )
 
 
+def _from_lists(items: list[int], wins: list[int], loses: list[int], source: str) -> TablePairs:
+    def ints(values: list[int]) -> np.ndarray:
+        return np.asarray(values, dtype=np.int64)
+
+    return TablePairs(ints(items), ints(wins), ints(loses), np.full(len(items), source, dtype="<U32"))
+
+
 def correct_over_incorrect(table: OutcomeTable) -> TablePairs:
     """Every (right, wrong) column pair of every item."""
     s, ok = table.score, table.available()
@@ -122,12 +129,7 @@ def node_level(table: OutcomeTable) -> TablePairs:
                 items.append(i)
                 wins.append(w)
                 loses.append(lo)
-    return TablePairs(
-        np.asarray(items, dtype=np.int64),
-        np.asarray(wins, dtype=np.int64),
-        np.asarray(loses, dtype=np.int64),
-        np.full(len(items), "node_level", dtype="<U32"),
-    )
+    return _from_lists(items, wins, loses, "node_level")
 
 
 def specialized_over_base(table: OutcomeTable, chosen: np.ndarray, *, rng: np.random.Generator) -> TablePairs:
@@ -150,12 +152,7 @@ def specialized_over_base(table: OutcomeTable, chosen: np.ndarray, *, rng: np.ra
             items.append(i)
             wins.append(j)
             loses.append(base)
-    return TablePairs(
-        np.asarray(items, dtype=np.int64),
-        np.asarray(wins, dtype=np.int64),
-        np.asarray(loses, dtype=np.int64),
-        np.full(len(items), "specialized_over_base", dtype="<U32"),
-    )
+    return _from_lists(items, wins, loses, "specialized_over_base")
 
 
 def build_pairs(
