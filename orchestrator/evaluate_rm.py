@@ -170,9 +170,10 @@ def report(results: list[dict[str, Any]], *, n: int, lam: float) -> None:
                 f"  tokens {np.mean([x['tokens_per_query'] for x in rows]):.0f}"
                 f"  scoring tokens {rows[0]['scoring_tokens']}"
             )
-        gain = [r["lines"][group]["rm"]["macro_acc"] - r["lines"][group]["n1"]["macro_acc"] for r in results]
-        matched = [r["lines"][group]["rm_matched"]["macro_acc"] - r["lines"][group]["n1"]["macro_acc"] for r in results]
-        print(f"    rm − n1: {mean_sd(gain)} points·0.01; rm_matched − n1: {mean_sd(matched)}")
+        n1 = [100 * r["lines"][group]["n1"]["macro_acc"] for r in results]
+        gain = [100 * r["lines"][group]["rm"]["macro_acc"] - a for r, a in zip(results, n1, strict=True)]
+        matched = [100 * r["lines"][group]["rm_matched"]["macro_acc"] - a for r, a in zip(results, n1, strict=True)]
+        print(f"    rm − n1: {mean_sd(gain)} points; rm_matched − n1: {mean_sd(matched)} points")
     print(
         "\ntimes (s): "
         + ", ".join(f"seed {r['seed']}: RM {r['time/rm_s']:.1f}, policy {r['time/policy_s']:.1f}" for r in results)
