@@ -30,7 +30,7 @@ from tqdm import tqdm
 from orchestrator.baselines import BASELINES
 from orchestrator.routing import metrics
 from orchestrator.routing.methods import Method, NotApplicable
-from orchestrator.routing.table import OutcomeTable, load_table, probe_split, split_table
+from orchestrator.routing.table import OutcomeTable, default_prices, load_table, probe_split, split_table
 
 LEARNED = "learned"
 METHOD_NAMES = (LEARNED, *BASELINES)
@@ -355,9 +355,7 @@ def parse_args(argv: Sequence[str] | None) -> tuple[argparse.ArgumentParser, arg
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser, args = parse_args(argv)
-    prices = args.prices
-    if prices is None and (args.outcomes[0].parent / "prices.json").is_file():
-        prices = args.outcomes[0].parent / "prices.json"
+    prices = default_prices(args.outcomes, args.prices)
     try:
         setting = prepare(args, prices)
     except (UsageError, ValueError) as exc:

@@ -38,7 +38,7 @@ from orchestrator.reward.features import table_plan_features
 from orchestrator.reward.model import RewardNet
 from orchestrator.reward.pairs import cheaper_correct, concat, correct_over_incorrect, node_level
 from orchestrator.reward.train import pair_metrics, table_tensors, train_reward
-from orchestrator.routing.table import OutcomeTable, load_table, split_table
+from orchestrator.routing.table import OutcomeTable, default_prices, load_table, split_table
 from orchestrator.train_rm import RMConfig, table_pair_data
 
 HEADLINE_SOURCE = "correct_over_incorrect"
@@ -200,9 +200,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("--n must be at least 1")
     if args.lam < 0:
         parser.error("--lam must be non-negative")
-    prices = args.prices
-    if prices is None and (args.outcomes[0].parent / "prices.json").is_file():
-        prices = args.outcomes[0].parent / "prices.json"
+    prices = default_prices(args.outcomes, args.prices)
     price_map = json.loads(prices.read_text(encoding="utf-8")) if prices else None
     try:
         rm_config = RMConfig.from_mapping(json.loads(args.rm_config.read_text()) if args.rm_config else None)

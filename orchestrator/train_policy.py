@@ -26,7 +26,7 @@ from orchestrator.learning.dataset import PoolContext, encode, make_context
 from orchestrator.learning.method import LearnedConfig, fit_policy
 from orchestrator.learning.model import PolicyNet, save_checkpoint
 from orchestrator.learning.sft import extra_from_records
-from orchestrator.routing.table import load_table
+from orchestrator.routing.table import default_prices, load_table
 
 
 def pool_payload(context: PoolContext, pairs: Sequence[tuple[str, str]]) -> dict[str, Any]:
@@ -141,9 +141,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for path in args.outcomes:
         if not path.is_file():
             parser.error(f"no such file: {path}")
-    prices = args.prices
-    if prices is None and (args.outcomes[0].parent / "prices.json").is_file():
-        prices = args.outcomes[0].parent / "prices.json"
+    prices = default_prices(args.outcomes, args.prices)
     config = LearnedConfig.from_mapping(json.loads(args.config.read_text()) if args.config else None)
     if args.epochs is not None:
         config = replace(config, sft=replace(config.sft, epochs=args.epochs, reliability_epochs=args.epochs))

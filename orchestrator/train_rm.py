@@ -32,7 +32,7 @@ from orchestrator.reward.jsonl import PreferenceFormatError, PreferenceRecord, r
 from orchestrator.reward.model import RewardConfig, RewardNet, save_reward_model
 from orchestrator.reward.pairs import PairConfig, build_pairs
 from orchestrator.reward.train import LAM_MAX, PairTensors, RMTrainConfig, table_tensors, train_reward
-from orchestrator.routing.table import OutcomeTable, load_table
+from orchestrator.routing.table import OutcomeTable, default_prices, load_table
 
 Progress = Callable[[str, int, int, dict[str, float]], None]
 
@@ -184,9 +184,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for path in [*args.outcomes, *args.preferences]:
         if not path.is_file():
             parser.error(f"no such file: {path}")
-    prices = args.prices
-    if prices is None and (args.outcomes[0].parent / "prices.json").is_file():
-        prices = args.outcomes[0].parent / "prices.json"
+    prices = default_prices(args.outcomes, args.prices)
     try:
         config = RMConfig.from_mapping(json.loads(args.config.read_text()) if args.config else None)
     except (TypeError, ValueError) as error:

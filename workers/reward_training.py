@@ -18,7 +18,6 @@ import numpy as np
 from django.conf import settings
 
 from orchestrator.reward.jsonl import PreferenceRecord
-from orchestrator.reward.model import RewardModel
 from orchestrator.train_rm import RMConfig
 from studio.models import PairSource, Run, RunStatus
 from studio.selectors.plans import run_plans
@@ -92,12 +91,15 @@ def train_reward_job(job: Any, progress: Progress, out: Path, *, embedder: Embed
         paths, out=out, seed=seed, config=config, prices=prices if prices.is_file() else None,
         preferences=[*studio_pairs, *live], embedder=embedder, show_progress=False, on_progress=report,
     )  # fmt: skip
-    saved = RewardModel.load(out).payload.get("lineage", {})
     lineage = {
         "outcomes": [path.name for path in paths],
         "seed": seed,
         "pairs": int(metrics.get("data/pairs", 0)),
-        "sources": saved.get("sources", {}),  # pairs trained on, by source
+        "sources": {  # pairs trained on, by source
+            key.removeprefix("train/pairs/"): int(value)
+            for key, value in metrics.items()
+            if key.startswith("train/pairs/")
+        },
         "studio_pairs": _by_source(studio_pairs),  # preference pairs with a known winner
         "run_pairs": len(live),  # correct-over-incorrect pairs of stored runs
     }

@@ -113,9 +113,10 @@ class DefaultPolicy:
         candidates = self._candidates(node, observation)
         last = node.last_attempt
         if last is None:
-            if candidates and self.best_of(node, observation) > 1:
+            n = self.best_of(node, observation)
+            if candidates and n > 1:
                 by_ref = {pair.ref: pair for pair in observation.pairs}
-                proposals = [by_ref[ref] for ref in candidates[: self.best_of(node, observation)]]
+                proposals = [by_ref[ref] for ref in candidates[:n]]
                 return self.solve_best_of(node, observation, proposals, sampler="preference order")
             return Solve(node.key, candidates[0]) if candidates else None
         same_pair_tries = sum(1 for a in node.attempts if a.pair == last.pair)

@@ -102,6 +102,14 @@ class OutcomeTable:
         return list(zip(self.sources, self.item_ids, strict=True))
 
 
+def default_prices(outcomes: Sequence[Path], given: Path | None) -> Path | None:
+    """`given`, else the prices.json beside the first outcome file when there is one."""
+    if given is not None or not outcomes:
+        return given
+    beside = Path(outcomes[0]).parent / "prices.json"
+    return beside if beside.is_file() else None
+
+
 def load_prices(path: Path) -> dict[str, dict[str, float]]:
     """A prices.json: model -> {"input_per_mtok", "output_per_mtok"}."""
     data: dict[str, dict[str, float]] = json.loads(Path(path).read_text(encoding="utf-8"))

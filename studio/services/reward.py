@@ -2,16 +2,15 @@
 
 The default is the `reward_model` Checkpoint marked default (the first one trained, or the
 one promoted). Its file is relative to DATA_DIR. The loaded model is kept in-process per
-(checkpoint id, file mtime), so a promoted or retrained model is picked up without a restart.
+(file, mtime) by `orchestrator.policies.best_of.load_reward_model`, so a promoted or
+retrained model is picked up without a restart.
 """
 
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 from django.conf import settings
@@ -20,15 +19,9 @@ from orchestrator.reward.plans import Plan
 from studio.errors import Invalid
 from studio.models import Checkpoint, CheckpointKind
 
-if TYPE_CHECKING:
-    from orchestrator.reward.model import RewardModel
-
 log = logging.getLogger(__name__)
 
 PlanScorer = Callable[[list[str], list[Plan]], np.ndarray]
-
-_models: dict[tuple[int, float], RewardModel] = {}
-_lock = threading.Lock()
 
 
 def default_reward_checkpoint() -> Checkpoint | None:
@@ -60,21 +53,7 @@ def check_best_of(*, best_of: int) -> None:
 def default_scorer() -> PlanScorer | None:
     """`(task texts, plans) -> rewards [m]` by the default reward model; None when there is none."""
     from orchestrator.embedding import embed
-    from orchestrator.reward.model import RewardModel  # torch: loaded on first use only
+    from orchestrator.policies.best_of import load_reward_model  # torch: loaded on first use only
 
-    checkpoint = default_reward_checkpoint()
-    if checkpoint is None:
-        return None
-    path = Path(settings.DATA_DIR) / checkpoint.path
-    try:
-        key = (checkpoint.pk, path.stat().st_mtime)
-    except OSError:
-        log.warning("the default reward model %s has no file at %s", checkpoint.name, path)
-        return None
-    with _lock:
-        model = _models.get(key)
-        if model is None:
-            model = RewardModel.load(path)
-            _models.clear()  # only the current default is worth keeping
-            _models[key] = model
-    return model.scorer(embed)
+    path = reward_model_file()
+    return load_reward_model(str(path)).scorer(embed) if path is not None else None

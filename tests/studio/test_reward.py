@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 from django.test import override_settings
 
+from orchestrator.policies import best_of
 from orchestrator.reward.plans import Plan
 from studio.errors import Invalid
 from studio.models import Checkpoint, CheckpointKind
 from studio.selectors.preferences import labeling_queue
-from studio.services import reward
 from studio.services.policies import policy_config
 from studio.services.reward import check_best_of, default_scorer, reward_model_file
 from tests.factories import UserFactory
@@ -67,12 +67,13 @@ def test_the_scorer_scores_plans_and_is_cached_per_file_version(data_dir: Path) 
     plans = [Plan.single("gpt-4", "direct"), Plan.single("mistral-7b-chat", "direct")]
     scores = scorer(["question 1", "question 1"], plans)
     assert scores.shape == (2,) and np.isfinite(scores).all()
-    loaded = dict(reward._models)
+    loaded = dict(best_of._MODELS)
     default_scorer()
-    assert reward._models == loaded and list(loaded) == [(checkpoint.pk, os.stat(data_dir / checkpoint.path).st_mtime)]
+    path = data_dir / checkpoint.path
+    assert loaded == best_of._MODELS and list(loaded) == [(str(path), os.stat(path).st_mtime)]
     second = default_rm(data_dir, "rm-2")  # promoted: the next scorer is the new model's
     default_scorer()
-    assert [key[0] for key in reward._models] == [second.pk]
+    assert [key[0] for key in best_of._MODELS] == [str(data_dir / second.path)]
 
 
 def test_the_labeling_queue_orders_by_the_default_reward_model(data_dir: Path) -> None:
