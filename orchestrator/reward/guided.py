@@ -1,0 +1,150 @@
+"""Reward-guided policy training: OrchRM's score stands in for an execution outcome.
+
+Only the *grounded* items have been executed (their recorded outcomes may be read). The
+policy is fitted by SFT on them; RL then plays episodes on every item. On a grounded item
+an episode is scored on its recorded outcome, as usual. On any other item it is scored
+on OrchRM's estimate that the final pair's answer is right, less λ times the *estimated*
+cost. No response or outcome of such an item is read: its episode state sees no answers.
+
+OrchRM's reward (at λ = 0) becomes a probability by Platt scaling fitted on the grounded
+items' recorded scores. The executed tokens are those of the grounded items' recordings:
+every pair was run once on each to fill the table that SFT and RL read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+
+import numpy as np
+import torch
+
+from orchestrator.learning.dataset import encode, make_context
+from orchestrator.learning.episode import EpisodeBatch
+from orchestrator.learning.features import task_features
+from orchestrator.learning.method import LearnedConfig, LearnedMethod
+from orchestrator.learning.model import PolicyNet
+from orchestrator.learning.rl import train_rl
+from orchestrator.learning.sft import train_sft
+from orchestrator.reward.features import table_plan_features
+from orchestrator.reward.model import RewardNet
+from orchestrator.reward.train import train_reward
+from orchestrator.routing.table import OutcomeTable
+from orchestrator.train_rm import RMConfig, table_pair_data
+
+
+def rm_rewards(net: RewardNet, task: np.ndarray, plans: np.ndarray) -> np.ndarray:
+    """float64 [n, p]: OrchRM's reward at λ = 0 of each one-node plan (task [n, T], plans [n, p, D])."""
+    n, p, d = plans.shape
+    net.eval()
+    with torch.no_grad():
+        flat = net(
+            torch.from_numpy(np.repeat(task, p, axis=0)), torch.from_numpy(plans.reshape(n * p, d)), torch.zeros(n * p)
+        )
+    out: np.ndarray = flat.double().numpy().reshape(n, p)
+    return out
+
+
+def platt(reward: np.ndarray, score: np.ndarray, *, steps: int = 300) -> tuple[float, float]:
+    """(a, b) with sigmoid(a·reward + b) fitted by BCE to the recorded scores (NaN cells skipped)."""
+    known = ~np.isnan(score) & ~np.isnan(reward)
+    x = torch.from_numpy(reward[known].astype(np.float32))
+    y = torch.from_numpy(score[known].astype(np.float32))
+    ab = torch.tensor([1.0, 0.0], requires_grad=True)
+    optim = torch.optim.LBFGS([ab], max_iter=steps)
+
+    def closure() -> torch.Tensor:
+        optim.zero_grad()
+        loss = torch.nn.functional.binary_cross_entropy_with_logits(ab[0] * x + ab[1], y)
+        loss.backward()
+        return loss
+
+    optim.step(closure)
+    a, b = ab.detach().tolist()
+    return float(a), float(b)
+
+
+def estimated_batch(free: EpisodeBatch, probability: np.ndarray) -> EpisodeBatch:
+    """`free` (encoded without outcomes) scored by estimates: score = probability [n, p], cost = cost_est."""
+    return EpisodeBatch(
+        task=free.task,
+        pairs=free.pairs,
+        available=free.available,
+        cost_est=free.cost_est,
+        answers=free.answers,
+        surface=free.surface,
+        score=torch.from_numpy(probability.astype(np.float32)),
+        cost=free.cost_est.clone(),
+    )
+
+
+def concat_batches(a: EpisodeBatch, b: EpisodeBatch) -> EpisodeBatch:
+    """Rows of `a` then rows of `b` (both with outcomes attached)."""
+    assert a.score is not None and b.score is not None and a.cost is not None and b.cost is not None
+    return EpisodeBatch(
+        task=torch.cat([a.task, b.task]),
+        pairs=torch.cat([a.pairs, b.pairs]),
+        available=torch.cat([a.available, b.available]),
+        cost_est=torch.cat([a.cost_est, b.cost_est]),
+        answers=torch.cat([a.answers, b.answers]),
+        surface=torch.cat([a.surface, b.surface]),
+        score=torch.cat([a.score, b.score]),
+        cost=torch.cat([a.cost, b.cost]),
+    )
+
+
+def executed_tokens(table: OutcomeTable) -> float:
+    """LLM tokens of every recorded call of `table`: what executing it cost."""
+    available = table.available()
+    return float(np.where(available, table.tokens_in + table.tokens_out, 0.0).sum())
+
+
+def fit_grounded(
+    train: OutcomeTable,
+    emb: np.ndarray,
+    grounded: np.ndarray,
+    *,
+    guided: bool,
+    config: LearnedConfig,
+    seed: int,
+    prices: Mapping[str, Mapping[str, float]] | None,
+) -> LearnedMethod:
+    """A LearnedMethod fitted on the `grounded` rows of `train` only; with `guided`, RL also
+    plays every other row, rewarded by an OrchRM trained on the grounded rows' pairs.
+
+    The pool's calibration comes from the grounded rows; `emb` [n, e] embeds `train`.
+    """
+    torch.manual_seed(seed)
+    rest = np.setdiff1d(np.arange(train.n_items), grounded)
+    known, free = train.rows(grounded), train.rows(rest)
+    emb_known, emb_free = emb[grounded], emb[rest]
+    context = make_context(known, emb_known, prices)
+    batch = encode(known, emb_known, context, with_outcomes=True, exclude_self=True)
+    net = PolicyNet(config.policy)
+    train_sft(net, batch, replace(config.sft, seed=seed))
+    if guided and free.n_items:
+        rm_config = RMConfig()
+        rm = RewardNet(rm_config.model)
+        train_reward(
+            rm,
+            table_pair_data(known, emb_known, context, rm_config.pairs, seed=seed),
+            replace(rm_config.train, seed=seed),
+        )
+        a, b = platt(
+            rm_rewards(
+                rm,
+                task_features(emb_known, known.domains),
+                table_plan_features(context, emb_known, known.domains, exclude_self=True),
+            ),
+            np.where(known.available(), known.score, np.nan),
+        )
+        reward = rm_rewards(
+            rm, task_features(emb_free, free.domains), table_plan_features(context, emb_free, free.domains)
+        )
+        free_batch = encode(free, emb_free, context, with_outcomes=False)
+        batch = concat_batches(batch, estimated_batch(free_batch, 1 / (1 + np.exp(-(a * reward + b)))))
+    if config.rl.iterations:
+        train_rl(net, batch, replace(config.rl, seed=seed))
+    method = LearnedMethod(config.to_dict())
+    method.net, method.context = net, context
+    return method
