@@ -5,12 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from celery.contrib.testing.worker import start_worker
 
-from workers.celery import QUEUES, app
+from tests.support.worker import running_worker
 
 
 @pytest.fixture
 def celery_worker() -> Iterator[object]:
-    with start_worker(app, pool="threads", concurrency=8, queues=list(QUEUES), perform_ping_check=False) as worker:
+    with running_worker(concurrency=8) as worker:
         yield worker

@@ -5,9 +5,9 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from celery.contrib.testing.worker import start_worker
 
 from studio.health import check_worker
+from tests.support.worker import running_worker
 from workers.celery import QUEUES, app
 from workers.tasks import ping
 
@@ -16,7 +16,7 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture(scope="module")
 def worker():
-    with start_worker(app, pool="threads", concurrency=2, queues=list(QUEUES), perform_ping_check=False) as w:
+    with running_worker(concurrency=2, database=False) as w:
         yield w
 
 

@@ -7,7 +7,6 @@ from collections.abc import Iterator
 from decimal import Decimal
 
 import pytest
-from celery.contrib.testing.worker import start_worker
 
 from orchestrator.outcomes import prompt_key
 from studio.models import Attempt, AttemptStatus, Node, Primitive, RecordedOutcome, Run, RunEvent
@@ -15,7 +14,7 @@ from studio.services.attempts import attempt_finish, attempt_start
 from studio.services.pools import endpoint_create
 from tests.factories import PoolFactory, RunFactory, TaskFactory
 from tests.support.scripted_openai import Reply, ScriptedOpenAI
-from workers.celery import QUEUES, app
+from tests.support.worker import running_worker
 from workers.execution import execute
 from workers.tasks import execute_attempt
 
@@ -26,7 +25,7 @@ PLANTED_KEY = "sk-execute-planted-123"
 
 @pytest.fixture
 def worker() -> Iterator[object]:
-    with start_worker(app, pool="threads", concurrency=2, queues=list(QUEUES), perform_ping_check=False) as w:
+    with running_worker(concurrency=2) as w:
         yield w
 
 
