@@ -1,12 +1,13 @@
 from django.contrib import admin
-from django.urls import include, path
-from django.views.generic import TemplateView
+from django.urls import include, path, re_path
 
+from studio import spa
 from studio.api import api
 
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/", api.urls),
     path("v1/", include("studio.openai_compat")),
-    path("", TemplateView.as_view(template_name="studio/home.html"), name="home"),
+    # Every other path is a page of the browser studio; unknown API and static paths stay 404s.
+    re_path(r"^(?!api/|v1/|admin/|static/|ws/).*$", spa.index, name="home"),
 ]

@@ -1,0 +1,95 @@
+// The one way the studio talks to Django: JSON over fetch, the session cookie, and the
+// CSRF token on every write. Errors become ApiError with the server's plain sentence.
+
+export interface FieldError {
+  field: string;
+  message: string;
+}
+
+export class ApiError extends Error {
+  readonly status: number;
+  readonly errors: FieldError[];
+
+  constructor(status: number, detail: string, errors: FieldError[] = []) {
+    super(detail);
+    this.name = "ApiError";
+    this.status = status;
+    this.errors = errors;
+  }
+}
+
+export interface Page<T> {
+  items: T[];
+  count: number;
+}
+
+function cookie(name: string): string {
+  const match = document.cookie.split("; ").find((part) => part.startsWith(`${name}=`));
+  return match ? decodeURIComponent(match.slice(name.length + 1)) : "";
+}
+
+let csrfReady: Promise<void> | null = null;
+
+/** Make sure the csrftoken cookie is set (once per page load, and again after login). */
+export function ensureCsrf(force = false): Promise<void> {
+  if (force || !csrfReady || !cookie("csrftoken")) {
+    csrfReady = fetch("/api/auth/csrf", { credentials: "same-origin" }).then(() => undefined);
+  }
+  return csrfReady;
+}
+
+async function errorOf(response: Response): Promise<ApiError> {
+  let detail = `${response.status} ${response.statusText || "error"}`;
+  let errors: FieldError[] = [];
+  try {
+    const body = await response.json();
+    if (typeof body?.detail === "string") detail = body.detail;
+    if (Array.isArray(body?.errors)) errors = body.errors;
+  } catch {
+    // not JSON: keep the status line
+  }
+  if (response.status >= 500) detail = `The server failed (${response.status}). Try again; if it persists, check the server log.`;
+  return new ApiError(response.status, detail, errors);
+}
+
+export async function api<T>(path: string, init: { method?: string; body?: unknown; signal?: AbortSignal } = {}): Promise<T> {
+  const method = init.method ?? "GET";
+  const headers: Record<string, string> = { Accept: "application/json" };
+  if (method !== "GET") {
+    await ensureCsrf();
+    headers["X-CSRFToken"] = cookie("csrftoken");
+  }
+  if (init.body !== undefined) headers["Content-Type"] = "application/json";
+  let response: Response;
+  try {
+    response = await fetch(path, {
+      method,
+      headers,
+      credentials: "same-origin",
+      body: init.body === undefined ? undefined : JSON.stringify(init.body),
+      signal: init.signal,
+    });
+  } catch (error) {
+    if ((error as Error).name === "AbortError") throw error;
+    throw new ApiError(0, "The studio's server cannot be reached. Is it running?");
+  }
+  if (!response.ok) throw await errorOf(response);
+  if (response.status === 204) return undefined as T;
+  return (await response.json()) as T;
+}
+
+/** A query string from the set values only. */
+export function query(params: Record<string, string | number | boolean | null | undefined>): string {
+  const search = new URLSearchParams();
+  for (const [key, value] of Object.entries(params)) {
+    if (value !== undefined && value !== null && value !== "") search.set(key, String(value));
+  }
+  const text = search.toString();
+  return text ? `?${text}` : "";
+}
+
+/** The ws:// or wss:// URL of a path on this server. */
+export function wsUrl(path: string): string {
+  const scheme = window.location.protocol === "https:" ? "wss:" : "ws:";
+  return `${scheme}//${window.location.host}${path}`;
+}

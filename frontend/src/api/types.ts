@@ -1,0 +1,37 @@
+// Names for the API's schemas. schema.d.ts is generated from openapi.json (`npm run gen`),
+// which a backend test keeps equal to the live /api/openapi.json.
+import type { components } from "./schema";
+
+type S = components["schemas"];
+
+export type Me = S["MeOut"];
+export type Run = S["RunOut"];
+export type RunIn = S["RunIn"];
+export type Tree = S["TreeOut"];
+export type TreeNode = S["NodeOut"];
+export type Attempt = S["AttemptOut"];
+export type RunEvent = S["EventOut"];
+export type EventPage = S["EventPageOut"];
+export type Task = S["TaskOut"];
+export type Pool = S["PoolOut"];
+export type Endpoint = S["EndpointOut"];
+export type Primitive = S["PrimitiveOut"];
+export type Admissibility = S["AdmissibilityOut"];
+export type TrainingJob = S["TrainingJobOut"];
+export type TrainingJobDetail = S["TrainingJobDetailOut"];
+export type Checkpoint = S["CheckpointOut"];
+export type Queue = S["QueueOut"];
+export type QueueItem = S["QueueItemOut"];
+export type Pair = S["PairOut"];
+export type Agreement = S["AgreementOut"];
+
+export type Role = "viewer" | "labeler" | "researcher" | "admin";
+
+/** What a live event carries on the run WebSocket. */
+export interface SocketEvent {
+  kind: "event";
+  seq: number;
+  type: string;
+  payload: Record<string, unknown>;
+  created_at: string;
+}

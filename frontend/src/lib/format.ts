@@ -1,0 +1,32 @@
+// Numbers as people read them: dollars, tokens, seconds.
+
+export function usd(value: number | null | undefined): string {
+  if (value === null || value === undefined || Number.isNaN(value)) return "–";
+  if (value === 0) return "$0";
+  if (Math.abs(value) < 0.01) return `$${value.toPrecision(2)}`;
+  return `$${value.toFixed(2)}`;
+}
+
+export function tokens(value: number | null | undefined): string {
+  if (value === null || value === undefined) return "–";
+  if (value >= 1_000_000) return `${(value / 1_000_000).toFixed(1)}M`;
+  if (value >= 1_000) return `${(value / 1_000).toFixed(1)}k`;
+  return String(Math.round(value));
+}
+
+export function seconds(value: number | null | undefined): string {
+  if (value === null || value === undefined) return "–";
+  if (value < 1) return `${Math.round(value * 1000)} ms`;
+  if (value < 60) return `${value.toFixed(1)} s`;
+  return `${Math.floor(value / 60)} min ${Math.round(value % 60)} s`;
+}
+
+export function pct(value: number | null | undefined, digits = 1): string {
+  if (value === null || value === undefined || Number.isNaN(value)) return "–";
+  return `${(value * 100).toFixed(digits)}%`;
+}
+
+export function when(iso: string | null | undefined): string {
+  if (!iso) return "–";
+  return new Date(iso).toLocaleString();
+}

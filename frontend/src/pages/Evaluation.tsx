@@ -1,0 +1,3 @@
+export default function EvaluationPage() {
+  return <h1>Evaluation</h1>;
+}

@@ -1,0 +1,3 @@
+export default function LabelPage() {
+  return <h1>Label</h1>;
+}

@@ -1,0 +1,3 @@
+export default function LiveRunPage() {
+  return <h1>LiveRun</h1>;
+}

@@ -1,0 +1,3 @@
+export default function PoolsPage() {
+  return <h1>Pools</h1>;
+}

@@ -1,0 +1,3 @@
+export default function RunsPage() {
+  return <h1>Runs</h1>;
+}

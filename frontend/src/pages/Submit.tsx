@@ -1,0 +1,3 @@
+export default function SubmitPage() {
+  return <h1>Submit</h1>;
+}

@@ -1,0 +1,3 @@
+export default function TrainingPage() {
+  return <h1>Training</h1>;
+}
