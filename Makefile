@@ -7,12 +7,14 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat requirements.txt requirements-dev.txt | sha1sum | cut -c1-12)
 
-.PHONY: up test lint typecheck pytest install clean-data help
+.PHONY: up test lint typecheck pytest install clean-data help frontend frontend-test chromium api-types
 
 help:
 	@echo "make up      run the studio at http://127.0.0.1:8000/ (Ctrl-C stops it; data stays in .data/)"
 	@echo "make test    ruff, mypy and pytest on real PostgreSQL and Redis"
-	@echo "make lint / typecheck / pytest   one part of make test"
+	@echo "make lint / typecheck / frontend-test / pytest   one part of make test"
+	@echo "make frontend   build the browser studio (frontend/dist) when its sources changed"
+	@echo "make api-types  regenerate frontend/src/api/openapi.json and schema.d.ts after an API change"
 
 $(STAMP):
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -23,10 +25,39 @@ $(STAMP):
 
 install: $(STAMP)
 
-up: $(STAMP)
+# The browser studio: npm ci when the lock changes, a Vite build when a source is newer than the build.
+FRONTEND_SRC := $(shell find frontend/src frontend/index.html frontend/vite.config.ts frontend/tsconfig.json -type f 2>/dev/null)
+NODE_STAMP := frontend/node_modules/.installed
+
+$(NODE_STAMP): frontend/package.json frontend/package-lock.json
+	cd frontend && npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+frontend/dist/index.html: $(NODE_STAMP) $(FRONTEND_SRC)
+	cd frontend && npm run build
+
+frontend: frontend/dist/index.html
+
+# Vitest for the components, and tsc against the types generated from the API's schema.
+frontend-test: $(NODE_STAMP)
+	cd frontend && npx tsc --noEmit && npx vitest run
+
+api-types: $(STAMP) $(NODE_STAMP)
+	$(BIN)/python manage.py export_openapi_schema --api studio.api.api --output frontend/src/api/openapi.json --indent 1 --sorted
+	cd frontend && npx openapi-typescript src/api/openapi.json -o src/api/schema.d.ts
+
+# The browser tests drive Debian's Chromium; install it where we may (root with apt), else say how.
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "Installing Debian's chromium for the browser tests"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	  else echo "The browser tests need Debian's chromium: sudo apt-get install -y chromium" >&2; exit 1; fi; }
+
+up: $(STAMP) frontend
 	$(BIN)/python manage.py up
 
-test: lint typecheck pytest
+test: lint typecheck frontend-test pytest
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
@@ -36,7 +67,7 @@ typecheck: $(STAMP)
 	$(BIN)/mypy .
 
 # studio.embedded starts PostgreSQL / Redis only for whichever of DATABASE_URL / REDIS_URL is unset.
-pytest: $(STAMP)
+pytest: $(STAMP) frontend chromium
 	$(BIN)/python -m studio.embedded --data-dir .data/test -- $(BIN)/python -m pytest $(PYTEST_ARGS)
 
 clean-data:

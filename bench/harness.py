@@ -22,6 +22,7 @@ import ctypes
 import os
 import shutil
 import signal
+import socket
 import statistics
 import subprocess
 import sys
@@ -340,6 +341,32 @@ def process_tree(pid: int | None) -> Callable[[], list[int]]:
             return []
 
     return pids
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def start_server(bench: BenchEnvironment, port: int) -> subprocess.Popen[bytes]:
+    log = (DATA_DIR / "logs" / "uvicorn.log").open("ab")
+    command = [
+        sys.executable, "-m", "uvicorn", "studio.asgi:application", "--host", "127.0.0.1",
+        "--port", str(port), "--lifespan", "off", "--log-level", "warning",
+    ]  # fmt: skip
+    process = subprocess.Popen(command, cwd=ROOT, env=bench.env, stdout=log, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"uvicorn exited ({process.returncode}); see {log.name}")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            return process
+        except OSError:
+            time.sleep(0.1)
+    process.kill()
+    raise RuntimeError("uvicorn did not listen within 60 s")
 
 
 def bench_user(username: str = "bench") -> Any:

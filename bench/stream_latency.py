@@ -17,8 +17,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import socket
-import subprocess
 import sys
 import threading
 import time
@@ -29,44 +27,17 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.harness import (  # noqa: E402
-    DATA_DIR,
-    ROOT,
-    BenchEnvironment,
     bench_environment,
     bench_user,
     code_version,
+    free_port,
     load_average,
     percentile,
+    start_server,
     verdict,
 )
 
 P95_GOAL_MS = 100.0
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-def start_server(bench: BenchEnvironment, port: int) -> subprocess.Popen[bytes]:
-    log = (DATA_DIR / "logs" / "uvicorn.log").open("ab")
-    command = [
-        sys.executable, "-m", "uvicorn", "studio.asgi:application", "--host", "127.0.0.1",
-        "--port", str(port), "--lifespan", "off", "--log-level", "warning",
-    ]  # fmt: skip
-    process = subprocess.Popen(command, cwd=ROOT, env=bench.env, stdout=log, stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"uvicorn exited ({process.returncode}); see {log.name}")
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            return process
-        except OSError:
-            time.sleep(0.1)
-    process.kill()
-    raise RuntimeError("uvicorn did not listen within 60 s")
 
 
 def make_run() -> int:

@@ -2,12 +2,15 @@
 
     python -m orchestrator.evaluate --outcomes FILE [FILE ...] [--train FILE ...] [--probe K]
         [--seed S] [--json OUT.json] [--plot OUT.png] [--methods a,b,...] [--prices P]
+        [--max-train-items N] [--max-test-items N]
 
 - With only --outcomes: split by item (the upstream split where every item has one, else a
   seeded 80/20), fit every method on train, report on test.
 - With --train: fit on those files and test on --outcomes. Where the --outcomes pool has
   pairs that --train lacks, --probe K reveals K items of it (all their pairs) for
   calibration, to every method alike; those items leave the test set.
+- --max-train-items / --max-test-items keep a seeded random subset of that many items of
+  each side (after the split and the probe), for a quick run.
 
 Every method is scored on the same test items by `orchestrator.routing.metrics`.
 """
@@ -19,7 +22,7 @@ import json
 import math
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,6 +37,10 @@ from orchestrator.routing.table import OutcomeTable, default_prices, load_table,
 
 LEARNED = "learned"
 METHOD_NAMES = (LEARNED, *BASELINES)
+
+# on_progress(done, total, method): called before each method is fitted (done = methods
+# finished so far) and once more at the end with done == total and method "".
+OnProgress = Callable[[int, int, str], None]
 
 
 @dataclass
@@ -81,7 +88,25 @@ class Setting:
 
 
 def prepare(args: argparse.Namespace, prices: Path | None) -> Setting:
-    """Load the tables and make the split the CLI describes."""
+    """Load the tables, make the split the CLI describes, then apply the item caps."""
+    setting = _split(args, prices)
+    train = subsample(setting.train, getattr(args, "max_train_items", None), seed=args.seed)
+    test = subsample(setting.test, getattr(args, "max_test_items", None), seed=args.seed + 1)
+    if train is setting.train and test is setting.test:
+        return setting
+    how = f"{setting.description}; capped at {train.n_items} train and {test.n_items} test items (seed {args.seed})"
+    return Setting(train, test, setting.probe, how)
+
+
+def subsample(table: OutcomeTable, cap: int | None, *, seed: int) -> OutcomeTable:
+    """A seeded random `cap` items of the table, in their original order; the table itself when it is no larger."""
+    if cap is None or table.n_items <= cap:
+        return table
+    keep = np.sort(np.random.default_rng(seed).choice(table.n_items, size=cap, replace=False))
+    return table.rows(keep)
+
+
+def _split(args: argparse.Namespace, prices: Path | None) -> Setting:
     outcomes = load_table(args.outcomes, prices=prices)
     if args.train is None:
         train, test = split_table(outcomes, seed=args.seed)
@@ -335,6 +360,8 @@ def parse_args(argv: Sequence[str] | None) -> tuple[argparse.ArgumentParser, arg
     parser.add_argument("--methods", help=f"comma-separated subset of: {','.join(METHOD_NAMES)}")
     parser.add_argument("--prices", type=Path, help="prices.json (default: the one beside the first --outcomes file)")
     parser.add_argument("--learned-config", type=Path, help="JSON config for the learned policy")
+    parser.add_argument("--max-train-items", type=int, help="fit on a seeded random subset of this many train items")
+    parser.add_argument("--max-test-items", type=int, help="test on a seeded random subset of this many test items")
     args = parser.parse_args(argv)
     for path in [*args.outcomes, *(args.train or []), *([args.prices] if args.prices else [])]:
         if not path.is_file():
@@ -343,6 +370,9 @@ def parse_args(argv: Sequence[str] | None) -> tuple[argparse.ArgumentParser, arg
         parser.error(f"no such file: {args.learned_config}")
     if args.probe < 0:
         parser.error("--probe must be a non-negative number of items")
+    for cap in ("max_train_items", "max_test_items"):
+        if getattr(args, cap) is not None and getattr(args, cap) < 1:
+            parser.error(f"--{cap.replace('_', '-')} must be a positive number of items")
     if args.probe and args.train is None:
         parser.error("--probe needs --train: it calibrates on an unseen pool")
     names = METHOD_NAMES if args.methods is None else tuple(n.strip() for n in args.methods.split(",") if n.strip())
@@ -353,7 +383,7 @@ def parse_args(argv: Sequence[str] | None) -> tuple[argparse.ArgumentParser, arg
     return parser, args
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, on_progress: OnProgress | None = None) -> int:
     parser, args = parse_args(argv)
     prices = default_prices(args.outcomes, args.prices)
     try:
@@ -378,13 +408,17 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     learned_config = json.loads(args.learned_config.read_text()) if args.learned_config else None
     results: list[MethodResult] = []
-    for name in tqdm(args.method_names, desc="methods", file=sys.stderr):
+    for done, name in enumerate(tqdm(args.method_names, desc="methods", file=sys.stderr)):
+        if on_progress is not None:
+            on_progress(done, len(args.method_names), name)
         try:
             method = make_method(name, learned_config)
         except ImportError as exc:
             print(f"{name}: not available ({exc})")
             continue
         results.append(run_method(method, setting, args.seed))
+    if on_progress is not None:
+        on_progress(len(args.method_names), len(args.method_names), "")
 
     singles = single_pair_points(test)
     anchors = anchors_of(singles)

@@ -9,7 +9,7 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
 from studio.models import Run, RunEvent, User
-from studio.permissions import can_view_run
+from studio.permissions import can_read_run
 from studio.services.events import event_message, run_group
 
 # Close codes (4000-4999 are the application's): a browser can tell why it was refused.
@@ -21,7 +21,7 @@ REPLAY_BATCH = 500
 @database_sync_to_async
 def _may_watch(user: User, run_id: int) -> bool:
     run = Run.objects.filter(pk=run_id).only("id", "owner_id").first()
-    return run is not None and can_view_run(user, run)
+    return run is not None and can_read_run(user, run)
 
 
 @database_sync_to_async

@@ -24,6 +24,7 @@ app.conf.task_routes = {
     "workers.execute_attempts": {"queue": "workers"},
     "workers.run_step": {"queue": "orchestrator"},
     "workers.train": {"queue": "training"},
+    "workers.evaluate": {"queue": "training"},
 }
 app.autodiscover_tasks(["workers"])
 

@@ -43,6 +43,14 @@ def ensure_replay() -> DatabaseStore:
         return _store
 
 
+def replay_reset() -> None:
+    """Forget the installed replay store, so the next call installs it again with the current
+    settings (tests that change ORCHESTRA_REPLAY_LATENCY)."""
+    global _store
+    with _lock:
+        _store = None
+
+
 def _threads() -> ThreadPoolExecutor:
     global _pool
     with _lock:

@@ -64,3 +64,12 @@ def train(job_id: int) -> None:
     from workers.training import run_job
 
     run_job(job_id)
+
+
+@app.task(name="workers.evaluate", time_limit=3 * 3600, soft_time_limit=3 * 3600 - 60)
+def evaluate(evaluation_id: int) -> None:
+    """Run one offline evaluation (sent to queue `training` by evaluation_create); progress and
+    the report go to its row."""
+    from workers.evaluation import run_evaluation
+
+    run_evaluation(evaluation_id)

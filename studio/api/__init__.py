@@ -2,7 +2,7 @@
 
 from ninja import NinjaAPI
 
-from studio.api import errors, health, pools, preferences, runs, session, tasks, tokens, training
+from studio.api import catalog, errors, evaluations, health, pools, preferences, runs, session, tasks, tokens, training
 
 api = NinjaAPI(
     title="Orchestra Studio API",
@@ -20,4 +20,6 @@ api.add_router("", pools.router)
 api.add_router("/tasks", tasks.router)
 api.add_router("/runs", runs.router)
 api.add_router("", training.router)
+api.add_router("", evaluations.router)
 api.add_router("/preferences", preferences.router)
+api.add_router("", catalog.router)

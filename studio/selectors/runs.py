@@ -6,7 +6,7 @@ from django.db.models import QuerySet
 
 from studio.errors import NotFound
 from studio.models import Run, RunEvent, Task, User
-from studio.permissions import can_see_everything, can_view_run, can_view_task
+from studio.permissions import can_read_run, can_see_everything, can_view_task
 
 
 def task_list(
@@ -64,7 +64,7 @@ def run_list(
 
 def run_get(*, user: User, run_id: int) -> Run:
     run = Run.objects.select_related("task", "owner").filter(pk=run_id).first()
-    if run is None or not can_view_run(user, run):
+    if run is None or not can_read_run(user, run):
         raise NotFound(f"Run {run_id} does not exist.")
     return run
 

@@ -32,6 +32,11 @@ def task_create(
     check_task_text(text)
     if domain and domain not in Domain.values:
         raise Invalid("domain", f"Unknown domain {domain!r}; use one of {', '.join(Domain.values)}.")
+    if checker:
+        from workers.checkers import benchmark_key, checker_names
+
+        if benchmark_key(checker) not in checker_names():
+            raise Invalid("checker", f"Unknown checker {checker!r}; use one of {', '.join(checker_names())}.")
     return Task.objects.create(
         owner=owner,
         text=text,

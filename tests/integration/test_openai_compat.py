@@ -6,24 +6,21 @@ test client, with CSRF checks on (the endpoint takes bearer tokens only)."""
 from __future__ import annotations
 
 import json
-import socket
-import threading
 import time
 from collections.abc import Iterator
 from typing import Any
 
 import openai
 import pytest
-import uvicorn
 from django.test import Client
 from openai import OpenAI
 
 from orchestrator.policies import policy_names
-from studio.asgi import application
 from studio.models import Admissibility, ModelPool, Primitive, Run, Task, User
 from studio.services.pools import endpoint_create
 from studio.services.tokens import token_create
 from tests.factories import PoolFactory, UserFactory
+from tests.support.asgi import asgi_server as live_asgi_server
 from tests.support.runs import wait_for_run
 from tests.support.scripted_openai import Reply, ScriptedOpenAI, last_user
 
@@ -35,19 +32,8 @@ QUESTION = "What is 6*7?"
 @pytest.fixture
 def asgi_server() -> Iterator[str]:
     """studio.asgi on uvicorn in a thread; yields its base URL."""
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    server = uvicorn.Server(uvicorn.Config(application, lifespan="off", log_level="warning"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        assert time.monotonic() < deadline, "uvicorn did not start"
-        time.sleep(0.01)
-    yield f"http://127.0.0.1:{sock.getsockname()[1]}"
-    server.should_exit = True
-    thread.join(timeout=10)
-    sock.close()
+    with live_asgi_server() as url:
+        yield url
 
 
 @pytest.fixture

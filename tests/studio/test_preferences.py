@@ -404,3 +404,14 @@ def test_an_export_imports_back(researcher: User, labeler: User) -> None:
     assert (imported.prompt, imported.chosen, imported.rejected) == (original.prompt, "41", "42")
     assert imported.chosen_plan == original.chosen_plan and imported.rejected_plan == original.rejected_plan
     assert imported.extra["labels"] == []
+
+
+def test_a_labeler_reads_the_runs_it_judges_but_may_not_act_on_them(api_as) -> None:
+    pair = make_pair()
+    api = api_as(Role.LABELER)
+    assert api.get(f"/runs/{pair.run_a_id}").status_code == 200
+    assert api.get(f"/runs/{pair.run_b_id}/tree").status_code == 200
+    assert api.get(f"/runs/{pair.run_a_id}/events").status_code == 200
+    assert api.post(f"/runs/{pair.run_a_id}/cancel", {}).status_code == 404
+    assert api.get(f"/runs/{RunFactory().pk}").status_code == 404  # not in a pair
+    assert api_as(Role.VIEWER).get(f"/runs/{pair.run_a_id}").status_code == 404  # viewers judge nothing

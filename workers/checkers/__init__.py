@@ -67,6 +67,11 @@ def checker_for(benchmark: str) -> Callable[..., CheckResult]:
     return _CHECKERS[key]
 
 
+def checker_names() -> list[str]:
+    """Every name a task's `checker` may take."""
+    return sorted(_CHECKERS)
+
+
 def check(benchmark: str, answer: str, gold: Any, *, item: dict[str, Any] | None = None) -> CheckResult:
     """Score `answer` against `gold` the way `benchmark` is scored."""
     if gold is None:
@@ -79,6 +84,7 @@ __all__ = [
     "Checker",
     "benchmark_key",
     "check",
+    "checker_names",
     "check_choice",
     "check_code",
     "check_function_calls",

@@ -171,6 +171,70 @@ export interface paths {
         patch: operations["studio_api_pools_update_endpoint"];
         trace?: never;
     };
+    "/api/evaluations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List Evaluations
+         * @description Evaluations, newest first (without their reports).
+         */
+        get: operations["studio_api_evaluations_list_evaluations"];
+        put?: never;
+        /**
+         * Create Evaluation
+         * @description Queue an evaluation on queue `training`; follow its progress at /api/evaluations/<id>.
+         */
+        post: operations["studio_api_evaluations_create_evaluation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/evaluations/options": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get Evaluation Options
+         * @description What a new evaluation may use: presets, outcome files, methods.
+         */
+        get: operations["studio_api_evaluations_get_evaluation_options"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/evaluations/{evaluation_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get Evaluation
+         * @description One evaluation with its config and report.
+         */
+        get: operations["studio_api_evaluations_get_evaluation"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/health": {
         parameters: {
             query?: never;
@@ -183,6 +247,26 @@ export interface paths {
          * @description Reachability of PostgreSQL, Redis and at least one Celery worker (503 if any is down).
          */
         get: operations["studio_api_health_get_health"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/options": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get Options
+         * @description Policies, cost presets, answer checkers, domains and the default pool for new runs.
+         */
+        get: operations["studio_api_catalog_get_options"];
         put?: never;
         post?: never;
         delete?: never;
@@ -405,6 +489,26 @@ export interface paths {
         head?: never;
         /** Update Primitive */
         patch: operations["studio_api_pools_update_primitive"];
+        trace?: never;
+    };
+    "/api/recorded-items": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List Recorded Items
+         * @description Recorded items (one row per item) to build composite tasks from (POST /api/tasks/composite).
+         */
+        get: operations["studio_api_catalog_list_recorded_items"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/api/runs": {
@@ -954,6 +1058,144 @@ export interface components {
             /** Output Cost Per Mtok */
             output_cost_per_mtok?: number | string | null;
         };
+        /** EvaluationDetailOut */
+        EvaluationDetailOut: {
+            /** Checkpoint Id */
+            checkpoint_id: number | null;
+            /** Config */
+            config: {
+                [key: string]: unknown;
+            };
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            /** Finished At */
+            finished_at: string | null;
+            /** Id */
+            id: number;
+            /** Message */
+            message: string;
+            /** Progress */
+            progress: number;
+            /**
+             * Report
+             * @description the JSON report of `python -m orchestrator.evaluate --json`
+             */
+            report: {
+                [key: string]: unknown;
+            };
+            /** Started At */
+            started_at: string | null;
+            /** Status */
+            status: string;
+        };
+        /** EvaluationIn */
+        EvaluationIn: {
+            /**
+             * Checkpoint Id
+             * @description a policy checkpoint whose training config the learned uses
+             */
+            checkpoint_id?: number | null;
+            /**
+             * Learned
+             * @description the learned policy's config (docs/learning.md)
+             */
+            learned?: {
+                [key: string]: unknown;
+            } | null;
+            /**
+             * Max Test Items
+             * @description overrides the preset's cap on test items
+             */
+            max_test_items?: number | null;
+            /**
+             * Max Train Items
+             * @description overrides the preset's cap on train items
+             */
+            max_train_items?: number | null;
+            /**
+             * Methods
+             * @description a subset of the methods (default all)
+             */
+            methods?: string[];
+            /**
+             * Outcomes
+             * @description shipped outcome files to test on (default llmrouter.jsonl.gz)
+             */
+            outcomes?: string[];
+            /**
+             * Preset
+             * @description quick: a seeded subset of items and a small learned policy; full: everything
+             * @default quick
+             * @enum {string}
+             */
+            preset: "quick" | "full";
+            /**
+             * Probe
+             * @description with train: items of an unseen pool revealed for calibration
+             * @default 0
+             */
+            probe: number;
+            /**
+             * Seed
+             * @default 0
+             */
+            seed: number;
+            /**
+             * Train
+             * @description shipped files to fit on instead of a split
+             */
+            train?: string[];
+        };
+        /** EvaluationOptionsOut */
+        EvaluationOptionsOut: {
+            /** Default Outcomes */
+            default_outcomes: string[];
+            /** Methods */
+            methods: string[];
+            /**
+             * Outcomes
+             * @description the shipped outcome files
+             */
+            outcomes: string[];
+            /**
+             * Presets
+             * @description what each preset sets
+             */
+            presets: {
+                [key: string]: {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        /** EvaluationOut */
+        EvaluationOut: {
+            /** Checkpoint Id */
+            checkpoint_id: number | null;
+            /** Config */
+            config: {
+                [key: string]: unknown;
+            };
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            /** Finished At */
+            finished_at: string | null;
+            /** Id */
+            id: number;
+            /** Message */
+            message: string;
+            /** Progress */
+            progress: number;
+            /** Started At */
+            started_at: string | null;
+            /** Status */
+            status: string;
+        };
         /** EventOut */
         EventOut: {
             /**
@@ -1022,6 +1264,30 @@ export interface components {
              * @default 0
              */
             offset: number;
+        };
+        /** ItemFilters */
+        ItemFilters: {
+            /**
+             * Benchmark
+             * @default
+             */
+            benchmark: string;
+            /**
+             * Domain
+             * @default
+             */
+            domain: string;
+            /**
+             * Search
+             * @description text in the prompt
+             * @default
+             */
+            search: string;
+            /**
+             * Source
+             * @default
+             */
+            source: string;
         };
         /** ItemRef */
         ItemRef: {
@@ -1126,6 +1392,37 @@ export interface components {
                 [key: string]: unknown;
             };
         };
+        /** OptionsOut */
+        OptionsOut: {
+            /**
+             * Checkers
+             * @description the values a task's `checker` may take
+             */
+            checkers: string[];
+            /**
+             * Default Policy
+             * @description what a run that names no policy gets
+             */
+            default_policy: string;
+            /** Default Pool Id */
+            default_pool_id: number | null;
+            /** Domains */
+            domains: string[];
+            /** Policies */
+            policies: components["schemas"]["PolicyOut"][];
+            /**
+             * Presets
+             * @description named cost preferences λ
+             */
+            presets: {
+                [key: string]: number;
+            };
+            /**
+             * Sources
+             * @description sources of recorded outcomes, for composite tasks
+             */
+            sources: string[];
+        };
         /** PagedAdmissibilityOut */
         PagedAdmissibilityOut: {
             /** Count */
@@ -1147,6 +1444,13 @@ export interface components {
             /** Items */
             items: components["schemas"]["EndpointOut"][];
         };
+        /** PagedEvaluationOut */
+        PagedEvaluationOut: {
+            /** Count */
+            count: number;
+            /** Items */
+            items: components["schemas"]["EvaluationOut"][];
+        };
         /** PagedPairOut */
         PagedPairOut: {
             /** Count */
@@ -1167,6 +1471,13 @@ export interface components {
             count: number;
             /** Items */
             items: components["schemas"]["PrimitiveOut"][];
+        };
+        /** PagedRecordedItemOut */
+        PagedRecordedItemOut: {
+            /** Count */
+            count: number;
+            /** Items */
+            items: components["schemas"]["RecordedItemOut"][];
         };
         /** PagedRunOut */
         PagedRunOut: {
@@ -1250,6 +1561,16 @@ export interface components {
          * @enum {string}
          */
         PairSource: "human" | "correct_over_incorrect" | "cheaper_correct" | "specialized_over_base" | "node_level";
+        /** PolicyOut */
+        PolicyOut: {
+            /** Name */
+            name: string;
+            /**
+             * Needs Checkpoint
+             * @description runs of it load a trained checkpoint
+             */
+            needs_checkpoint: boolean;
+        };
         /** PoolIn */
         PoolIn: {
             /**
@@ -1409,6 +1730,24 @@ export interface components {
             id: number;
             /** Text */
             text: string;
+        };
+        /** RecordedItemOut */
+        RecordedItemOut: {
+            /** Benchmark */
+            benchmark: string;
+            /** Domain */
+            domain: string;
+            /** Item Id */
+            item_id: string;
+            /**
+             * Prompt
+             * @description the first 400 characters
+             */
+            prompt: string;
+            /** Source */
+            source: string;
+            /** Split */
+            split: string;
         };
         /** RerunIn */
         RerunIn: {
@@ -2084,6 +2423,95 @@ export interface operations {
             };
         };
     };
+    studio_api_evaluations_list_evaluations: {
+        parameters: {
+            query?: {
+                limit?: number;
+                offset?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PagedEvaluationOut"];
+                };
+            };
+        };
+    };
+    studio_api_evaluations_create_evaluation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["EvaluationIn"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EvaluationOut"];
+                };
+            };
+        };
+    };
+    studio_api_evaluations_get_evaluation_options: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EvaluationOptionsOut"];
+                };
+            };
+        };
+    };
+    studio_api_evaluations_get_evaluation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                evaluation_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EvaluationDetailOut"];
+                };
+            };
+        };
+    };
     studio_api_health_get_health: {
         parameters: {
             query?: never;
@@ -2109,6 +2537,26 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["HealthOut"];
+                };
+            };
+        };
+    };
+    studio_api_catalog_get_options: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OptionsOut"];
                 };
             };
         };
@@ -2565,6 +3013,34 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["PrimitiveOut"];
+                };
+            };
+        };
+    };
+    studio_api_catalog_list_recorded_items: {
+        parameters: {
+            query?: {
+                source?: string;
+                benchmark?: string;
+                domain?: string;
+                /** @description text in the prompt */
+                search?: string;
+                limit?: number;
+                offset?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PagedRecordedItemOut"];
                 };
             };
         };

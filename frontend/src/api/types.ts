@@ -35,3 +35,10 @@ export interface SocketEvent {
   payload: Record<string, unknown>;
   created_at: string;
 }
+export type Options = S["OptionsOut"];
+export type RecordedItem = S["RecordedItemOut"];
+
+export type Evaluation = S["EvaluationOut"];
+export type EvaluationDetail = S["EvaluationDetailOut"];
+export type EvaluationIn = S["EvaluationIn"];
+export type EvaluationOptions = S["EvaluationOptionsOut"];

@@ -1,0 +1,175 @@
+// What the Evaluation page draws and tabulates, read from an evaluation's JSON report
+// (`python -m orchestrator.evaluate --json`, docs/evaluation.md). Nothing here invents a
+// number: every value is the report's, or absent.
+
+export interface MethodReport {
+  not_applicable?: string;
+  macro_acc?: number | null;
+  cost_per_query?: number | null;
+  aiq?: number | null;
+  apgr?: number | null;
+  cpt50?: number | null;
+  cpt80?: number | null;
+  points?: [number, number][];
+  knobs?: (number | null)[];
+  per_domain?: Record<string, number>;
+  calls_per_query?: number | null;
+  violations?: number;
+}
+
+export interface EvaluationReport {
+  methods?: Record<string, MethodReport>;
+  items?: number;
+  train_items?: number;
+  probe_items?: number;
+  split?: string;
+  models?: string[];
+  single_pairs?: Record<string, [number, number]>;
+  anchors?: { weak?: [string, number, number]; strong?: [string, number, number] };
+  cost_range?: [number, number];
+  seed?: number;
+}
+
+export interface ParetoPoint {
+  cost: number;
+  accuracy: number;
+  knob: number | null;
+  method: string;
+}
+
+export interface ParetoSeries {
+  method: string;
+  points: ParetoPoint[]; // cost > 0 only (a log axis has no 0), cheapest first
+  hidden: number; // points at cost 0 left off the plot
+  line: boolean; // drawn as a line: the learned policy, and any method with several points
+}
+
+export const LEARNED = "learned";
+// The CLI's order (orchestrator.evaluate.METHOD_NAMES); a stored report's keys come back
+// from Postgres (jsonb) in another order.
+export const METHOD_ORDER = [
+  "learned", "random", "cheapest", "best_single", "oracle", "cascade", "knn", "mf", "always_decompose", "self_consistency",
+];
+
+/** The report's methods in the CLI's order, any unknown ones last by name. */
+export function orderedMethods(report: EvaluationReport): [string, MethodReport][] {
+  const rank = (name: string) => (METHOD_ORDER.includes(name) ? METHOD_ORDER.indexOf(name) : METHOD_ORDER.length);
+  return Object.entries(report.methods ?? {}).sort(([a], [b]) => rank(a) - rank(b) || a.localeCompare(b));
+}
+
+/** What a method's knob is called: λ prices cost, τ is the cascade's confidence threshold. */
+export function knobName(method: string): string {
+  if (method === "cascade") return "τ";
+  return ["learned", "knn", "mf"].includes(method) ? "λ" : "knob";
+}
+
+/** One series per method that applies, the learned policy first. */
+export function paretoSeries(report: EvaluationReport): ParetoSeries[] {
+  const series: ParetoSeries[] = [];
+  for (const [method, result] of orderedMethods(report)) {
+    if (result.not_applicable !== undefined || !result.points?.length) continue;
+    const all = result.points.map(([cost, accuracy], k) => ({ cost, accuracy, knob: result.knobs?.[k] ?? null, method }));
+    const shown = all.filter((p) => p.cost > 0 && Number.isFinite(p.cost) && Number.isFinite(p.accuracy));
+    shown.sort((a, b) => a.cost - b.cost || a.accuracy - b.accuracy);
+    series.push({ method, points: shown, hidden: all.length - shown.length, line: method === LEARNED || shown.length > 1 });
+  }
+  return series;
+}
+
+/** The single pairs (always calling one model) as grey reference points. */
+export function singlePairPoints(report: EvaluationReport): ParetoPoint[] {
+  return Object.entries(report.single_pairs ?? {})
+    .filter(([, [cost]]) => cost > 0)
+    .map(([method, [cost, accuracy]]) => ({ cost, accuracy, knob: null, method }));
+}
+
+/** A log axis's domain: whole decades around the costs; null when there is nothing to show. */
+export function logDomain(costs: number[]): [number, number] | null {
+  const positive = costs.filter((c) => c > 0 && Number.isFinite(c));
+  if (positive.length === 0) return null;
+  const decade = (exp: number) => Number(`1e${exp}`); // exact, where 10 ** -5 is not
+  const low = decade(Math.floor(Math.log10(Math.min(...positive))));
+  let high = decade(Math.ceil(Math.log10(Math.max(...positive))));
+  if (high <= low) high = low * 10;
+  return [low, high];
+}
+
+/** Ticks at 1, 2 and 5 times each power of ten inside the domain. */
+export function logTicks([low, high]: [number, number]): number[] {
+  const ticks: number[] = [];
+  for (let exp = Math.floor(Math.log10(low)); exp <= Math.ceil(Math.log10(high)); exp++) {
+    for (const m of [1, 2, 5]) {
+      const tick = Number((m * 10 ** exp).toPrecision(3));
+      if (tick >= low * 0.999 && tick <= high * 1.001) ticks.push(tick);
+    }
+  }
+  return ticks;
+}
+
+/** An accuracy axis from the data, in steps of 0.1, never beyond [0, 1]. */
+export function accuracyDomain(values: number[]): [number, number] {
+  const finite = values.filter(Number.isFinite);
+  if (finite.length === 0) return [0, 1];
+  const low = Math.max(0, Math.floor(Math.min(...finite) * 10 - 1e-9) / 10);
+  const high = Math.min(1, Math.ceil(Math.max(...finite) * 10 + 1e-9) / 10);
+  return [low, high > low ? high : Math.min(1, low + 0.1)];
+}
+
+export interface MetricsRow {
+  method: string;
+  notApplicable: string | null;
+  macroAcc: number | null;
+  costPerQuery: number | null;
+  aiq: number | null;
+  apgr: number | null;
+  cpt50: number | null;
+  cpt80: number | null;
+  callsPerQuery: number | null;
+  bestKnob: number | null; // the knob of the headline point, for a swept method
+  swept: boolean;
+}
+
+const num = (value: number | null | undefined): number | null =>
+  value === null || value === undefined || !Number.isFinite(value) ? null : value;
+
+/** The metrics table: every method of the report, in its order; those that do not apply with their reason. */
+export function metricsRows(report: EvaluationReport): MetricsRow[] {
+  return orderedMethods(report).map(([method, r]) => {
+    const swept = (r.points?.length ?? 0) > 1;
+    let bestKnob: number | null = null;
+    if (swept && r.points && r.knobs) {
+      const k = r.points.findIndex(([c, a]) => c === r.cost_per_query && a === r.macro_acc);
+      bestKnob = k >= 0 ? (r.knobs[k] ?? null) : null;
+    }
+    return {
+      method,
+      notApplicable: r.not_applicable ?? null,
+      macroAcc: num(r.macro_acc),
+      costPerQuery: num(r.cost_per_query),
+      aiq: num(r.aiq),
+      apgr: num(r.apgr),
+      cpt50: num(r.cpt50),
+      cpt80: num(r.cpt80),
+      callsPerQuery: num(r.calls_per_query),
+      bestKnob,
+      swept,
+    };
+  });
+}
+
+/** Domains (columns) and, per method that applies, its accuracy in each (null where absent). */
+export function perDomain(report: EvaluationReport): { domains: string[]; rows: { method: string; values: (number | null)[] }[] } {
+  const applicable = orderedMethods(report).filter(([, r]) => r.not_applicable === undefined);
+  const domains = [...new Set(applicable.flatMap(([, r]) => Object.keys(r.per_domain ?? {})))].sort();
+  const rows = applicable.map(([method, r]) => ({ method, values: domains.map((d) => num(r.per_domain?.[d])) }));
+  return { domains, rows };
+}
+
+/** $/query in a compact scientific form: 3.4e-5 → "$3.4e-5". */
+export function usdPerQuery(value: number | null | undefined): string {
+  if (value === null || value === undefined || !Number.isFinite(value)) return "–";
+  if (value === 0) return "$0";
+  if (value >= 0.01) return `$${value.toFixed(3)}`;
+  const [mantissa, exp] = value.toExponential(2).split("e");
+  return `$${mantissa}e${Number(exp)}`;
+}

@@ -1,0 +1,78 @@
+// A training job's live progress (/ws/training/<id>/) and its metric curves.
+import { wsUrl } from "../api/client";
+
+/** What the socket sends: the job as it stands, then each progress update. */
+export interface TrainingProgress {
+  kind: "progress";
+  id: number;
+  status: string;
+  progress: number;
+  metrics: Record<string, unknown>;
+  message: string;
+}
+
+/** One point of a job's history: where it was, the stage, and the metrics then. */
+export type CurvePoint = { progress: number; stage?: string } & Record<string, unknown>;
+
+/**
+ * Watch a job; `onProgress` gets every message. Returns a function that stops watching.
+ * `onLost` is called when the socket closes unasked (refused, or the server went away),
+ * so the caller can fall back to polling.
+ */
+export function watchTrainingJob(
+  id: number,
+  onProgress: (message: TrainingProgress) => void,
+  onLost: (code: number) => void,
+): () => void {
+  let stopped = false;
+  let socket: WebSocket;
+  try {
+    socket = new WebSocket(wsUrl(`/ws/training/${id}/`));
+  } catch {
+    onLost(0);
+    return () => undefined;
+  }
+  socket.onmessage = (event) => {
+    try {
+      const message = JSON.parse(String(event.data)) as TrainingProgress;
+      if (message.kind === "progress") onProgress(message);
+    } catch {
+      // not JSON: ignore
+    }
+  };
+  socket.onclose = (event) => {
+    if (!stopped) onLost(event.code);
+  };
+  return () => {
+    stopped = true;
+    socket.close();
+  };
+}
+
+const numeric = (value: unknown): value is number => typeof value === "number" && Number.isFinite(value);
+
+/**
+ * The history extended by a live message: a point is added when the message moves the job
+ * forward and carries at least one metric; otherwise the history is returned unchanged.
+ */
+export function extendHistory(history: CurvePoint[], message: TrainingProgress): CurvePoint[] {
+  const last = history[history.length - 1];
+  if (last && message.progress <= last.progress) return history;
+  const metrics = Object.fromEntries(Object.entries(message.metrics ?? {}).filter(([, v]) => numeric(v)));
+  if (Object.keys(metrics).length === 0) return history;
+  return [...history, { progress: Math.round(message.progress * 10000) / 10000, stage: message.message, ...metrics }];
+}
+
+/** The metrics worth a curve: losses, accuracies and rewards (not timings or counts). */
+export function curveKeys(history: CurvePoint[]): { loss: string[]; other: string[] } {
+  const keys = new Set<string>();
+  for (const point of history) {
+    for (const [key, value] of Object.entries(point)) {
+      if (key === "progress" || key === "stage" || !numeric(value)) continue;
+      if (/^(time|data)\//.test(key)) continue;
+      if (/loss|acc|reward|auc/i.test(key)) keys.add(key);
+    }
+  }
+  const sorted = [...keys].sort();
+  return { loss: sorted.filter((k) => /loss/i.test(k)), other: sorted.filter((k) => !/loss/i.test(k)) };
+}

@@ -1,0 +1,38 @@
+import { describe, expect, it } from "vitest";
+
+import { jobConfig } from "../src/pages/Training";
+import { curveKeys, extendHistory, type CurvePoint, type TrainingProgress } from "../src/lib/trainingSocket";
+
+const message = (progress: number, metrics: Record<string, unknown>): TrainingProgress => ({
+  kind: "progress", id: 1, status: "running", progress, metrics, message: "sft",
+});
+
+describe("extendHistory", () => {
+  const history: CurvePoint[] = [{ progress: 0.4, stage: "sft", "loss/sft": 1.2 }];
+
+  it("adds a point when the job moves forward with metrics", () => {
+    const next = extendHistory(history, message(0.5, { "loss/sft": 0.9, note: "x" }));
+    expect(next).toHaveLength(2);
+    expect(next[1]).toEqual({ progress: 0.5, stage: "sft", "loss/sft": 0.9 });
+  });
+
+  it("ignores a message that does not move forward or has no metric", () => {
+    expect(extendHistory(history, message(0.4, { "loss/sft": 0.1 }))).toBe(history);
+    expect(extendHistory(history, message(0.6, {}))).toBe(history);
+  });
+});
+
+describe("curveKeys", () => {
+  it("splits losses from accuracies and drops timings and counts", () => {
+    const keys = curveKeys([{ progress: 0.1, "loss/bt": 0.6, "train/accuracy": 0.7, "time/fit_s": 3, "data/pairs": 9 }]);
+    expect(keys).toEqual({ loss: ["loss/bt"], other: ["train/accuracy"] });
+  });
+});
+
+describe("jobConfig", () => {
+  it("a quick job trains small on Reflexion; a full one sends only the seed and ticked files", () => {
+    expect(jobConfig("policy", "quick", 2, [])).toMatchObject({ seed: 2, outcomes: ["reflexion.jsonl.gz"], learned: {} });
+    expect(jobConfig("reward_model", "full", 0, [])).toEqual({ seed: 0 });
+    expect(jobConfig("reward_model", "full", 0, ["bbh.jsonl.gz"])).toEqual({ seed: 0, outcomes: ["bbh.jsonl.gz"] });
+  });
+});

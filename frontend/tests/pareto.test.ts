@@ -1,0 +1,91 @@
+import { describe, expect, it } from "vitest";
+
+import {
+  accuracyDomain,
+  logDomain,
+  logTicks,
+  metricsRows,
+  paretoSeries,
+  perDomain,
+  singlePairPoints,
+  usdPerQuery,
+  type EvaluationReport,
+} from "../src/lib/pareto";
+
+// Shaped like `python -m orchestrator.evaluate --json` (docs/evaluation.md), trimmed.
+const report: EvaluationReport = {
+  methods: {
+    cheapest: {
+      macro_acc: 0.45, cost_per_query: 3.4e-5, aiq: 0.45, apgr: 0, cpt50: null, cpt80: null,
+      points: [[3.4e-5, 0.45]], knobs: [null], per_domain: { math: 0.7, code: 0.3 }, calls_per_query: 1,
+    },
+    learned: {
+      macro_acc: 0.56, cost_per_query: 7.4e-5, aiq: 0.56, apgr: 0.77, cpt50: 0.118, cpt80: null,
+      points: [[8.2e-5, 0.56], [7.4e-5, 0.56], [0, 0.1], [4.0e-5, 0.54]], knobs: [0, 0.01, 5, 1],
+      per_domain: { math: 0.78, code: 0.68, chat: 0.76 }, calls_per_query: 1.2,
+    },
+    always_decompose: { not_applicable: "the outcome table has no composite tasks to decompose" },
+  },
+  single_pairs: { "gemma-2-9b-it": [3.4e-5, 0.45], free: [0, 0.2] },
+};
+
+describe("paretoSeries", () => {
+  it("puts the learned policy first as a line, sorted by cost, without the $0 point", () => {
+    const series = paretoSeries(report);
+    expect(series.map((s) => s.method)).toEqual(["learned", "cheapest"]);
+    const learned = series[0];
+    expect(learned.line).toBe(true);
+    expect(learned.points.map((p) => p.cost)).toEqual([4.0e-5, 7.4e-5, 8.2e-5]);
+    expect(learned.points.map((p) => p.knob)).toEqual([1, 0.01, 0]);
+    expect(learned.hidden).toBe(1);
+    expect(series[1].line).toBe(false); // a single point
+  });
+
+  it("leaves out methods that do not apply", () => {
+    expect(paretoSeries(report).some((s) => s.method === "always_decompose")).toBe(false);
+  });
+
+  it("keeps single pairs with a cost as reference points", () => {
+    expect(singlePairPoints(report).map((p) => p.method)).toEqual(["gemma-2-9b-it"]);
+  });
+});
+
+describe("axes", () => {
+  it("spans whole decades on the log axis", () => {
+    expect(logDomain([3.4e-5, 8.2e-5, 3.07e-4])).toEqual([1e-5, 1e-3]);
+    expect(logDomain([0, -1])).toBeNull();
+    expect(logDomain([1e-4])).toEqual([1e-4, 1e-3]);
+  });
+
+  it("ticks at 1, 2 and 5 per decade", () => {
+    expect(logTicks([1e-5, 1e-3])).toEqual([1e-5, 2e-5, 5e-5, 1e-4, 2e-4, 5e-4, 1e-3]);
+  });
+
+  it("rounds the accuracy axis to tenths inside [0, 1]", () => {
+    expect(accuracyDomain([0.45, 0.56])).toEqual([0.4, 0.6]);
+    expect(accuracyDomain([0.95, 1])).toEqual([0.9, 1]);
+    expect(accuracyDomain([])).toEqual([0, 1]);
+  });
+});
+
+describe("tables", () => {
+  it("lists every method, the inapplicable one with its reason, and the best λ", () => {
+    const rows = metricsRows(report);
+    expect(rows.map((r) => r.method)).toEqual(["learned", "cheapest", "always_decompose"]); // the CLI's order
+    expect(rows[0]).toMatchObject({ macroAcc: 0.56, bestKnob: 0.01, swept: true, cpt80: null });
+    expect(rows[2].notApplicable).toMatch(/composite tasks/);
+    expect(rows[1].bestKnob).toBeNull();
+  });
+
+  it("breaks accuracy down by the union of domains", () => {
+    const { domains, rows } = perDomain(report);
+    expect(domains).toEqual(["chat", "code", "math"]);
+    expect(rows.find((r) => r.method === "cheapest")?.values).toEqual([null, 0.3, 0.7]);
+  });
+
+  it("writes small costs in scientific form", () => {
+    expect(usdPerQuery(3.41e-5)).toBe("$3.41e-5");
+    expect(usdPerQuery(0.05)).toBe("$0.050");
+    expect(usdPerQuery(null)).toBe("–");
+  });
+});

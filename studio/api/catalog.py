@@ -1,0 +1,65 @@
+"""What the submit form offers: policies, presets, checkers and the recorded items that
+make composite tasks on the replay pool."""
+
+from typing import Any
+
+from django.db.models import QuerySet
+from django.http import HttpRequest
+from ninja import Field, Query, Router, Schema
+from ninja.pagination import LimitOffsetPagination, paginate
+
+from studio.api.auth import role
+from studio.models import Role
+from studio.selectors.catalog import recorded_item_list, run_options
+
+router = Router(tags=["catalog"], auth=role(Role.VIEWER))
+
+PROMPT_PREVIEW = 400
+
+
+class PolicyOut(Schema):
+    name: str
+    needs_checkpoint: bool = Field(description="runs of it load a trained checkpoint")
+
+
+class OptionsOut(Schema):
+    policies: list[PolicyOut]
+    default_policy: str = Field(description="what a run that names no policy gets")
+    presets: dict[str, float] = Field(description="named cost preferences λ")
+    checkers: list[str] = Field(description="the values a task's `checker` may take")
+    domains: list[str]
+    default_pool_id: int | None
+    sources: list[str] = Field(description="sources of recorded outcomes, for composite tasks")
+
+
+class RecordedItemOut(Schema):
+    source: str
+    item_id: str
+    split: str
+    benchmark: str
+    domain: str
+    prompt: str = Field(description=f"the first {PROMPT_PREVIEW} characters")
+
+    @staticmethod
+    def resolve_prompt(row: dict[str, Any]) -> str:
+        return row["prompt"][:PROMPT_PREVIEW]
+
+
+class ItemFilters(Schema):
+    source: str = Field("", max_length=50)
+    benchmark: str = Field("", max_length=100)
+    domain: str = Field("", max_length=20)
+    search: str = Field("", max_length=200, description="text in the prompt")
+
+
+@router.get("/options", response=OptionsOut)
+def get_options(request: HttpRequest) -> dict[str, Any]:
+    """Policies, cost presets, answer checkers, domains and the default pool for new runs."""
+    return run_options()
+
+
+@router.get("/recorded-items", response=list[RecordedItemOut])
+@paginate(LimitOffsetPagination)
+def list_recorded_items(request: HttpRequest, filters: Query[ItemFilters]) -> QuerySet:
+    """Recorded items (one row per item) to build composite tasks from (POST /api/tasks/composite)."""
+    return recorded_item_list(**filters.dict())

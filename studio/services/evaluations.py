@@ -1,0 +1,182 @@
+"""Evaluations: queue an offline evaluation, record its progress, keep its report.
+
+An evaluation runs `python -m orchestrator.evaluate` (the learned policy and every baseline
+on recorded outcomes) in a worker on queue `training` (workers.tasks.evaluate). Its config
+is checked and completed here, from a preset: "quick" (a seeded subset of items and a
+small learned policy, for a look in under a minute) or "full" (every item, the learned
+policy's default sizes). Progress is written to the row, one step per method; the report
+is the CLI's JSON report.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from studio.errors import Invalid, NotFound
+from studio.models import Checkpoint, CheckpointKind, EvaluationRun, JobStatus, User
+from studio.services.training import shipped_outcomes
+
+DEFAULT_OUTCOMES = ("llmrouter.jsonl.gz",)  # an upstream split, every method applies but two
+
+PRESETS: dict[str, dict[str, Any]] = {
+    # About 25 s on 2 cores (docs/evaluation.md): 2000 train and 300 test items of LLMRouter,
+    # an SFT-only learned policy at 9 values of λ.
+    "quick": {
+        "max_train_items": 2000,
+        "max_test_items": 300,
+        "learned": {
+            "sft": {"reliability_epochs": 6, "epochs": 8},
+            "rl": {"iterations": 0},
+            "knobs": [0.0, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0],
+        },
+    },
+    # What `python -m orchestrator.evaluate` does with no options: every item, default sizes.
+    "full": {"max_train_items": None, "max_test_items": None, "learned": None},
+}
+
+
+def evaluations_dir() -> Path:
+    return Path(settings.DATA_DIR) / "evaluations"
+
+
+def method_names() -> tuple[str, ...]:
+    from orchestrator.evaluate import METHOD_NAMES
+
+    return METHOD_NAMES
+
+
+def check_outcome_names(field: str, names: list[str]) -> None:
+    shipped = {path.name for path in shipped_outcomes()}
+    unknown = sorted(set(names) - shipped)
+    if unknown:
+        known = ", ".join(sorted(shipped))
+        raise Invalid(field, f"Unknown outcome files: {', '.join(unknown)}; shipped: {known}.")
+
+
+def check_methods(methods: list[str]) -> None:
+    known = method_names()
+    unknown = [name for name in methods if name not in known]
+    if unknown:
+        raise Invalid("methods", f"Unknown methods: {', '.join(unknown)}; choose from {', '.join(known)}.")
+
+
+def check_learned_config(field: str, learned: Any) -> None:
+    from orchestrator.learning.method import LearnedConfig
+
+    try:
+        if not isinstance(learned, dict):
+            raise TypeError("it must be an object")
+        LearnedConfig.from_mapping(learned)
+    except (TypeError, ValueError) as exc:
+        raise Invalid(field, f"The learned policy's configuration is not valid: {exc}") from None
+
+
+def policy_checkpoint(checkpoint_id: int) -> Checkpoint:
+    checkpoint = Checkpoint.objects.filter(pk=checkpoint_id).first()
+    if checkpoint is None:
+        raise NotFound(f"There is no checkpoint with id {checkpoint_id}.")
+    if checkpoint.kind != CheckpointKind.POLICY:
+        raise Invalid("checkpoint_id", f"Checkpoint {checkpoint.name} is a {checkpoint.kind}, not a policy.")
+    return checkpoint
+
+
+def evaluation_config(
+    *,
+    preset: str,
+    outcomes: list[str],
+    train: list[str],
+    probe: int,
+    seed: int,
+    methods: list[str],
+    learned: dict[str, Any] | None,
+    max_train_items: int | None,
+    max_test_items: int | None,
+    checkpoint: Checkpoint | None,
+) -> dict[str, Any]:
+    """The complete config an evaluation runs with: the preset, then a checkpoint's training
+    config for the learned policy, then what the request set explicitly."""
+    if preset not in PRESETS:
+        raise Invalid("preset", f"Unknown preset {preset!r}; choose from {', '.join(PRESETS)}.")
+    base = PRESETS[preset]
+    check_outcome_names("outcomes", outcomes)
+    check_outcome_names("train", train)
+    check_methods(methods)
+    if probe and not train:
+        raise Invalid("probe", "probe needs train: it reveals items of an unseen pool for calibration.")
+    if learned is None and checkpoint is not None:
+        learned = {k: v for k, v in checkpoint.config.items() if k in ("policy", "sft", "rl", "knobs", "threads")}
+        check_learned_config("checkpoint_id", learned)
+    elif learned is not None:
+        check_learned_config("learned", learned)
+    return {
+        "preset": preset,
+        "outcomes": outcomes or list(DEFAULT_OUTCOMES),
+        "train": train,
+        "probe": probe,
+        "seed": seed,
+        "methods": methods or list(method_names()),
+        "learned": learned if learned is not None else base["learned"],
+        "max_train_items": max_train_items if max_train_items is not None else base["max_train_items"],
+        "max_test_items": max_test_items if max_test_items is not None else base["max_test_items"],
+        "checkpoint_id": checkpoint.pk if checkpoint else None,
+    }
+
+
+@transaction.atomic
+def evaluation_create(*, user: User, options: dict[str, Any]) -> EvaluationRun:
+    """Queue an evaluation on queue `training`; `options` are `evaluation_config`'s arguments,
+    with `checkpoint_id` (a policy checkpoint, or None) for `checkpoint`."""
+    options = dict(options)
+    checkpoint_id = options.pop("checkpoint_id", None)
+    checkpoint = policy_checkpoint(checkpoint_id) if checkpoint_id is not None else None
+    config = evaluation_config(**options, checkpoint=checkpoint)
+    run = EvaluationRun.objects.create(config=config, checkpoint=checkpoint, created_by=user)
+    from workers.tasks import evaluate
+
+    transaction.on_commit(lambda: evaluate.apply_async((run.pk,), queue="training"))
+    return run
+
+
+@transaction.atomic
+def evaluation_start(*, evaluation_id: int) -> EvaluationRun | None:
+    """Mark a queued evaluation running; None when it is gone or no longer queued."""
+    run = EvaluationRun.objects.select_for_update().filter(pk=evaluation_id).first()
+    if run is None or run.status != JobStatus.QUEUED:
+        return None
+    run.status, run.started_at, run.message = JobStatus.RUNNING, timezone.now(), "started"
+    run.save(update_fields=["status", "started_at", "message"])
+    return run
+
+
+@transaction.atomic
+def evaluation_progress(*, evaluation_id: int, progress: float, message: str) -> None:
+    """Record where a running evaluation is: a fraction in [0, 1] and what it is doing."""
+    run = EvaluationRun.objects.select_for_update().filter(pk=evaluation_id).first()
+    if run is None:
+        return
+    run.progress, run.message = min(1.0, max(run.progress, progress)), message
+    run.save(update_fields=["progress", "message"])
+
+
+@transaction.atomic
+def evaluation_finish(*, evaluation_id: int, report: dict[str, Any], message: str) -> None:
+    run = EvaluationRun.objects.select_for_update().filter(pk=evaluation_id).first()
+    if run is None:
+        return
+    run.status, run.progress, run.report, run.message = JobStatus.SUCCEEDED, 1.0, report, message
+    run.finished_at = timezone.now()
+    run.save(update_fields=["status", "progress", "report", "message", "finished_at"])
+
+
+@transaction.atomic
+def evaluation_fail(*, evaluation_id: int, message: str) -> None:
+    run = EvaluationRun.objects.select_for_update().filter(pk=evaluation_id).first()
+    if run is None:
+        return
+    run.status, run.finished_at, run.message = JobStatus.FAILED, timezone.now(), message[:2000]
+    run.save(update_fields=["status", "finished_at", "message"])
