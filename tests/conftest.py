@@ -13,6 +13,15 @@ from studio.models import Role, User
 from tests.factories import UserFactory
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The browser tests run last and are marked `browser`: Playwright's event loop must not
+    be open while asyncio tests run (tests/browser/conftest.py)."""
+    browser = [item for item in items if "tests/browser/" in item.nodeid or item.nodeid.startswith("browser/")]
+    for item in browser:
+        item.add_marker(pytest.mark.browser)
+    items[:] = [item for item in items if item not in browser] + browser
+
+
 class Api:
     """A JSON client for /api/ acting as one user (session) or anonymously."""
 

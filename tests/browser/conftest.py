@@ -22,10 +22,6 @@ from tests.support.asgi import asgi_server
 from tests.support.worker import running_worker
 from workers.execution import replay_reset
 
-# Playwright's sync API runs an event loop in this thread; the ORM calls of the test itself
-# are still plain synchronous code.
-os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-
 CHROMIUM = "/usr/bin/chromium"
 FLAGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -35,14 +31,20 @@ OUTCOMES = Path(settings.BASE_DIR) / "data" / "outcomes"
 PASSWORD = "browser-test-password"
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        if "tests/browser/" in str(item.fspath):
-            item.add_marker(pytest.mark.browser)
+@pytest.fixture(scope="module", autouse=True)
+def sync_orm_beside_playwright() -> Iterator[None]:
+    """Playwright's sync API runs an event loop in this thread while a browser is open; the
+    ORM calls of these tests (and the database flush after each) are still plain synchronous
+    code. Set for the whole module, so that it outlasts every test's teardown."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+        yield
 
 
-@pytest.fixture(scope="session")
-def browser() -> Iterator[Browser]:
+@pytest.fixture(scope="module")
+def browser(sync_orm_beside_playwright: None) -> Iterator[Browser]:
+    """One Chromium per module. It must not outlive the module: while Playwright runs, its
+    event loop would break every asyncio test after it (tests/conftest.py runs these last)."""
     if not (settings.FRONTEND_DIST / "index.html").is_file():
         pytest.fail("The front end is not built: run `make frontend` (make test builds it).")
     if not Path(CHROMIUM).exists():

@@ -154,3 +154,27 @@ def test_train_then_read_the_evaluation(page: Page, live_url: str, worker: objec
     expect(page.get_by_test_id("metrics-table")).to_contain_text("learned")
     expect(page.get_by_test_id("per-domain")).to_be_visible()
     screenshot(page, "evaluation")
+
+
+PAGES = ["/", "/runs", "/runs/{run}", "/runs/compare?a={run}&b={run}", "/label", "/training", "/evaluation", "/pools"]
+
+
+@pytest.mark.parametrize("width,height", [(390, 844), (1280, 800)])
+def test_no_page_overflows_a_phone_or_a_laptop(
+    page: Page, live_url: str, worker: object, replay_demo: int, admin: User, width: int, height: int
+) -> None:
+    from studio.services.tasks import task_create_composite
+
+    task = task_create_composite(owner=admin, items=[("routerbench", item) for item in first_items(3)])
+    run = wait_for_run(run_create(owner=admin, task_id=task.pk, pool_id=replay_demo).pk, 60)
+    page.set_viewport_size({"width": width, "height": height})
+    sign_in(page, live_url, admin, then="/pools")
+    for path in PAGES:
+        page.goto(live_url + path.format(run=run.pk))
+        expect(page.locator("main h1, main h2").first).to_be_visible()
+        page.wait_for_load_state("networkidle")
+        overflow = page.evaluate("document.scrollingElement.scrollWidth - window.innerWidth")
+        assert overflow <= 0, f"{path} is {overflow} px wider than a {width} px screen"
+        if width < 500:
+            name = path.split("?")[0].strip("/").replace("/", "-").replace("{run}", "id")
+            screenshot(page, f"phone-{name or 'submit'}")

@@ -284,7 +284,7 @@ function Verification({ value }: { value: Record<string, unknown> }) {
           .map(([k, v]) => (
             <div key={k}>
               <dt>{k.replace(/_/g, " ")}</dt>
-              <dd>{typeof v === "object" ? JSON.stringify(v) : String(v)}</dd>
+              <dd>{typeof v === "object" ? JSON.stringify(v) : typeof v === "number" && !Number.isInteger(v) ? v.toFixed(3) : String(v)}</dd>
             </div>
           ))}
       </dl>

@@ -44,6 +44,11 @@ export default function TrainingPage() {
   });
   const activeIds = (jobs.data?.items ?? []).filter((j) => ACTIVE.has(j.status)).map((j) => j.id);
   const activeKey = activeIds.join(",");
+  // However a job's end is seen (its socket, or the list's polling), its checkpoint is new.
+  const endedKey = (jobs.data?.items ?? []).filter((j) => !ACTIVE.has(j.status)).map((j) => j.id).join(",");
+  useEffect(() => {
+    client.invalidateQueries({ queryKey: ["checkpoints"] });
+  }, [endedKey, client]);
 
   useEffect(() => {
     if (!activeKey) return;
