@@ -58,13 +58,13 @@ def gzip_kb(path: Path) -> float:
 
 def make_run(items: int) -> int:
     from studio.services.runs import run_create
-    from studio.services.tasks import task_create_composite  # noqa: F401 - composite_tasks uses it
 
     user = bench_user()
     user.set_password(PASSWORD)
     user.save()
+    pool_id = replay_pool()  # imports the recordings first
     (task_id,) = composite_tasks(runs=1, items=items)
-    run = run_create(owner=user, task_id=task_id, pool_id=replay_pool())
+    run = run_create(owner=user, task_id=task_id, pool_id=pool_id)
     wait_runs([run.pk], timeout_s=120)
     return run.pk
 
@@ -89,7 +89,11 @@ def measure(base: str, run_id: int, loads: int) -> tuple[list[float], list[float
             context.add_cookies(cookies)  # type: ignore[arg-type]
             page = context.new_page()
             fetched: list[Request] = []
-            page.on("requestfinished", fetched.append)
+
+            def keep(request: Request, into: list[Request] = fetched) -> None:
+                into.append(request)
+
+            page.on("requestfinished", keep)
             start = time.perf_counter()
             page.goto(f"{base}/runs/{run_id}")
             page.wait_for_selector('[data-testid="tree-node"]', timeout=30_000)

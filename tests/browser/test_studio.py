@@ -60,6 +60,7 @@ def test_submit_watch_reconnect_and_open_a_node(
     page.wait_for_timeout(1500)
     page.context.set_offline(False)
     expect(page.get_by_test_id("run-status")).to_have_attribute("data-status", "succeeded", timeout=40_000)
+    tree.scroll_into_view_if_needed()
     screenshot(page, "live-run")
 
     run = Run.objects.get(pk=run_id)
