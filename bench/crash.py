@@ -1,6 +1,7 @@
-"""Crash recovery: kill -9 a Celery worker while 20 runs are in flight, restart it, count the damage.
+"""Crash recovery: kill -9 Celery workers while 20 runs are in flight, restart them, count the damage.
 
-    .venv/bin/python bench/crash.py [--runs 20] [--items 8] [--kill-after 1.0,2.0] [--visibility-timeout 10]
+    .venv/bin/python bench/crash.py [--runs 20] [--items 8] [--kill-after 1.0,2.0] [--sequence 1.0,2.0]
+        [--visibility-timeout 10]
 
 Two workers (prefork, 4 processes each, queues orchestrator and workers) run `--runs`
 composite replay tasks of `--items` recorded items, with a simulated replay latency of
@@ -9,6 +10,9 @@ composite replay tasks of `--items` recorded items, with a simulated replay late
 process and pool children) gets SIGKILL; a second later A starts again. Each value of
 `--kill-after` is one trial with fresh workers and runs: at 1 s the workers are still
 creating the runs' subtasks and dispatching their attempts, at 2 s mostly running them.
+Then one more trial kills both, one after the other (`--sequence A_AT,B_AT`: A at the first
+time, B at the second, so for a while no worker is alive), and restarts both 1 s after the
+second kill (`--sequence ""` leaves it out).
 The Redis broker redelivers the messages A held unacknowledged once the visibility timeout
 passes: the bench sets it to `--visibility-timeout` seconds (default in the studio: 1 hour)
 through bench/celery_app.py (BENCH_VISIBILITY_TIMEOUT) and CELERY_VISIBILITY_TIMEOUT, which
@@ -18,7 +22,7 @@ Printed, then checked:
 - runs finished (goal: all), runs ended otherwise or still in flight, with reasons;
 - attempts whose provider call ran twice: the workers log each call's attempt id as it
   starts (BENCH_CALL_LOG), so a call cut short by the kill counts (goal: only the calls under
-  way in A when it died are made again); attempt.finished events
+  way in a worker when it was killed are made again); attempt.finished events
   per attempt (goal: one per finished attempt); runs whose cost_usd differs from the sum of
   their attempts' cost_usd (goal: 0, nothing billed twice);
 - event sequence gaps per run (goal: 0).
@@ -129,7 +133,17 @@ def assess(run_ids: list[int], call_log: Path, in_flight_at_kill: set[int], in_k
     )
 
 
-def report(damage: Damage, runs: int, timings: dict[str, float]) -> None:
+@dataclass(frozen=True)
+class Kill:
+    """One SIGKILL of a trial: which worker, when, what was under way."""
+
+    worker: str  # "A" or "B"
+    at_s: float  # after the runs were created
+    running: int  # attempts `running` (in any worker) at that moment
+    in_worker: int  # of those, the ones whose provider call was under way in the killed worker
+
+
+def report(damage: Damage, runs: int, kills: list[Kill], timings: dict[str, float]) -> None:
     twice = sorted(attempt for attempt, count in damage.calls.items() if count > 1)
     expected_twice = [attempt for attempt in twice if attempt in damage.in_killed_worker]
     events_not_once = sorted(
@@ -137,18 +151,20 @@ def report(damage: Damage, runs: int, timings: dict[str, float]) -> None:
     )
     succeeded = damage.statuses.get("succeeded", 0)
     stuck = sum(count for status, count in damage.statuses.items() if status not in TERMINAL)
+    killed = " and ".join(kill.worker for kill in kills)
     print(
         f"Runs finished (succeeded): {succeeded} of {runs}; by status: {dict(damage.statuses)}\n"
         f"Runs ended otherwise or still in flight: {len(damage.other_runs)}"
     )
     for line in damage.other_runs:
         print(f"  {line}")
+    for kill in kills:
+        name = kill.worker
+        print(f"Attempts running when {name} was killed: {kill.running}, of them in {name}: {kill.in_worker}")
     print(
-        f"Attempts running when A was killed: {len(damage.in_flight_at_kill)}, "
-        f"of them in A: {len(damage.in_killed_worker)}\n"
         f"Provider calls: {sum(damage.calls.values())} for {len(damage.calls)} attempts; "
         f"attempts whose provider call ran twice or more: {len(twice)} "
-        f"({len(expected_twice)} of them were in flight in the killed worker)\n"
+        f"({len(expected_twice)} of them were in flight in a killed worker)\n"
         f"Finished attempts: {len(damage.finished_attempts)}; with other than exactly one attempt.finished "
         f"event: {len(events_not_once)}\n"
         f"Runs whose cost_usd differs from the sum of their attempts' cost_usd: {len(damage.misbilled_runs)}"
@@ -157,28 +173,31 @@ def report(damage: Damage, runs: int, timings: dict[str, float]) -> None:
         print(f"  {line}")
     print(
         f"Event sequence gaps: {damage.sequence_gaps} (in {damage.runs_with_gaps} runs)\n"
-        f"Timeline: kill at {timings['kill']:.2f} s after the runs were created; A restarted and ready at "
-        f"{timings['ready']:.2f} s; "
+        "Timeline: "
+        + "; ".join(f"{kill.worker} killed at {kill.at_s:.2f} s" for kill in kills)
+        + f" after the runs were created; {killed} restarted and ready at {timings['ready']:.2f} s; "
         + (
             f"first redelivered call at {timings['redelivered']:.2f} s; "
             if timings["redelivered"] == timings["redelivered"]  # not NaN: there was one
-            else "no call was cut short in A, so none was redelivered; "
+            else "no call was cut short by a kill, so none was redelivered; "
         )
         + f"{'stopped waiting (timeout)' if stuck else 'the last run ended'} at {timings['ended']:.2f} s."
     )
     print(f"Goal: {runs} of {runs} runs finished: {verdict(succeeded == runs)}")
     print(f"Goal: no attempt billed twice: {verdict(not damage.misbilled_runs and not events_not_once)}")
     print(
-        "Goal: no provider call repeated beyond the attempts in flight at the kill: "
+        "Goal: no provider call repeated beyond the attempts in flight at a kill: "
         f"{verdict(len(twice) == len(expected_twice))}"
     )
     print(f"Goal: 0 event sequence gaps: {verdict(damage.sequence_gaps == 0)}")
 
 
 def trial(
-    bench: BenchEnvironment, pool_id: int, args: argparse.Namespace, kill_after: float, number: int
-) -> tuple[Damage, dict[str, float]]:
-    """One kill: fresh workers A and B, `--runs` runs, SIGKILL to A, restart, wait, assess."""
+    bench: BenchEnvironment, pool_id: int, args: argparse.Namespace, schedule: list[tuple[str, float]], number: int
+) -> tuple[Damage, list[Kill], dict[str, float]]:
+    """Fresh workers A and B, `--runs` runs, SIGKILL to each worker of `schedule` ((name, seconds
+    after the runs were created), in order), restart of the killed ones 1 s after the last kill,
+    wait, assess."""
     from studio.models import Attempt
     from studio.services.runs import run_create
 
@@ -191,42 +210,58 @@ def trial(
         "BENCH_CALL_LOG": str(call_log),
     }
     task_ids = composite_tasks(runs=args.runs, items=args.items)
-    a = bench.start_worker(f"bench-crashA{number}-{os.getpid()}", pool="prefork", concurrency=4, env=env)
-    b = bench.start_worker(f"bench-crashB{number}-{os.getpid()}", pool="prefork", concurrency=4, env=env)
+    workers = {
+        name: bench.start_worker(f"bench-crash{name}{number}-{os.getpid()}", pool="prefork", concurrency=4, env=env)
+        for name in ("A", "B")
+    }
+    # Per kill: the attempts running at that moment, the killed worker's pids, the wall-clock time.
+    moments: list[tuple[str, float, set[int], set[int], float]] = []
     try:
-        bench.wait_workers_ready([a, b])
+        bench.wait_workers_ready(list(workers.values()))
         owner = bench_user()
         created = time.monotonic()
         run_ids = [run_create(owner=owner, task_id=task_id, pool_id=pool_id).pk for task_id in task_ids]
-        time.sleep(max(0.0, kill_after - (time.monotonic() - created)))
-        running = Attempt.objects.filter(node__run_id__in=run_ids, status="running")
-        in_flight = set(running.values_list("pk", flat=True))
-        pids_of_a = set(a.pids())
-        a.kill()
-        killed_at, killed_wall = time.monotonic() - created, time.time()
-        print(f"  killed A ({len(in_flight)} attempts running at that moment; {load_average()})", flush=True)
+        for name, at_s in schedule:
+            time.sleep(max(0.0, at_s - (time.monotonic() - created)))
+            running = Attempt.objects.filter(node__run_id__in=run_ids, status="running")
+            in_flight = set(running.values_list("pk", flat=True))
+            pids = set(workers[name].pids())
+            workers[name].kill()
+            moments.append((name, time.monotonic() - created, in_flight, pids, time.time()))
+            print(f"  killed {name} ({len(in_flight)} attempts running at that moment; {load_average()})", flush=True)
         time.sleep(1.0)
-        a.start()
-        bench.wait_workers_ready([a])
+        killed = [workers[name] for name, *_ in moments]
+        for worker in killed:
+            worker.start()
+        bench.wait_workers_ready(killed)
         ready_at = time.monotonic() - created
         statuses = wait_runs(run_ids, timeout_s=args.timeout, poll_s=0.2)
         ended_at = time.monotonic() - created
         print(f"  runs by status after {ended_at:.1f} s: {dict(Counter(statuses.values()))}; {load_average()}")
     finally:
-        for worker in (a, b):
+        for worker in workers.values():
             worker.stop()
         bench.purge_queues()
     calls = read_call_log(call_log, "call")
-    # Attempts whose provider call was under way in A when it died.
-    in_a = {attempt for attempt, pid, when in calls if pid in pids_of_a and when < killed_wall and attempt in in_flight}
-    damage = assess(run_ids, call_log, in_flight, in_a)
-    later = [when - killed_wall for attempt, _, when in calls if attempt in in_a and when > killed_wall]
-    return damage, {
-        "kill": killed_at,
-        "ready": ready_at,
-        "redelivered": killed_at + min(later) if later else float("nan"),
-        "ended": ended_at,
-    }
+    kills, in_flight_any, cut_short = [], set(), set()
+    for name, at_s, in_flight, pids, wall in moments:
+        # Attempts whose provider call was under way in this worker when it died.
+        mine = {attempt for attempt, pid, when in calls if pid in pids and when < wall and attempt in in_flight}
+        kills.append(Kill(worker=name, at_s=at_s, running=len(in_flight), in_worker=len(mine)))
+        in_flight_any |= in_flight
+        cut_short |= mine
+    damage = assess(run_ids, call_log, in_flight_any, cut_short)
+    first_kill_wall = moments[0][4]
+    later = [when - first_kill_wall for attempt, _, when in calls if attempt in cut_short and when > first_kill_wall]
+    return (
+        damage,
+        kills,
+        {
+            "ready": ready_at,
+            "redelivered": moments[0][1] + min(later) if later else float("nan"),
+            "ended": ended_at,
+        },
+    )
 
 
 def main() -> None:
@@ -235,30 +270,43 @@ def main() -> None:
     parser.add_argument("--items", type=int, default=8, help="recorded items (subtasks) per run")
     parser.add_argument("--latency", default="fixed:0.3", help="ORCHESTRA_REPLAY_LATENCY for the workers")
     parser.add_argument(
-        "--kill-after", default="1.0,2.0", help="seconds after the runs are created; one trial per value"
+        "--kill-after", default="1.0,2.0", help="seconds after the runs are created; one trial (A killed) per value"
+    )
+    parser.add_argument(
+        "--sequence",
+        default="1.0,2.0",
+        help='A_AT,B_AT: one more trial killing A, then B, at these seconds, both restarted 1 s later; "" for none',
     )
     parser.add_argument("--visibility-timeout", type=int, default=10, help="seconds; Redis redelivery")
     parser.add_argument("--timeout", type=float, default=60, help="seconds to wait for the runs to end")
     args = parser.parse_args()
-    kills = [float(value) for value in args.kill_after.split(",")]
+    schedules = [[("A", float(value))] for value in args.kill_after.split(",") if value.strip()]
+    if args.sequence.strip():
+        a_at, b_at = (float(value) for value in args.sequence.split(","))
+        if b_at <= a_at:
+            parser.error("--sequence: B must be killed after A")
+        schedules.append([("A", a_at), ("B", b_at)])
+
+    def describe(schedule: list[tuple[str, float]]) -> str:
+        return ", then ".join(f"{name} at {at_s:g} s" for name, at_s in schedule)
 
     print(
         f"Crash bench: {args.runs} composite replay runs x {args.items} items (replay latency {args.latency}) "
-        "on two workers A and B (prefork, 4 processes each); SIGKILL to A's process group "
-        f"{' or '.join(f'{k:g}' for k in kills)} s after the runs are created (one trial each), A restarted "
-        f"1 s later; visibility timeout {args.visibility_timeout} s.\n"
+        "on two workers A and B (prefork, 4 processes each); SIGKILL to a worker's process group "
+        f"some seconds after the runs are created, one trial per line: {'; '.join(map(describe, schedules))}; "
+        f"the killed workers restarted 1 s after the last kill; visibility timeout {args.visibility_timeout} s.\n"
         f"Start: {load_average()}; {code_version()}",
         flush=True,
     )
     results = []
     with bench_environment() as bench:
         pool_id = replay_pool()
-        for number, kill_after in enumerate(kills, start=1):
-            print(f"Trial {number}: kill after {kill_after:g} s", flush=True)
-            results.append(trial(bench, pool_id, args, kill_after, number))
-    for number, (damage, timings) in enumerate(results, start=1):
-        print(f"--- Trial {number} (kill after {kills[number - 1]:g} s)")
-        report(damage, args.runs, timings)
+        for number, schedule in enumerate(schedules, start=1):
+            print(f"Trial {number}: kill {describe(schedule)}", flush=True)
+            results.append(trial(bench, pool_id, args, schedule, number))
+    for number, (damage, kills, timings) in enumerate(results, start=1):
+        print(f"--- Trial {number} (kill {describe(schedules[number - 1])})")
+        report(damage, args.runs, kills, timings)
 
 
 if __name__ == "__main__":

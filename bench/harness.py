@@ -5,8 +5,8 @@
         env.wait_workers_ready([worker])
         ...
 
-`bench_environment` starts embedded PostgreSQL and Redis under .data/bench (only for
-whichever of DATABASE_URL / REDIS_URL is unset), sets Django up (studio.settings.dev with
+`bench_environment` starts embedded PostgreSQL and Redis under .data/bench, or the folder
+BENCH_DATA_DIR names (only for whichever of DATABASE_URL / REDIS_URL is unset), sets Django up (studio.settings.dev with
 DEBUG off, so no query log), migrates and seeds the primitives. On exit it kills every
 worker it started, then stops the embedded services. SIGTERM becomes SystemExit, so a
 killed bench cleans up too; its workers also get SIGTERM if the bench dies (PDEATHSIG).
@@ -34,7 +34,9 @@ from types import FrameType
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-DATA_DIR = ROOT / ".data" / "bench"
+# BENCH_DATA_DIR: another folder for the embedded services and logs, so that two benches
+# running at once do not share (and flush) one Redis.
+DATA_DIR = Path(os.environ.get("BENCH_DATA_DIR") or ROOT / ".data" / "bench").resolve()
 TERMINAL = {"succeeded", "failed", "cancelled"}
 REPLAY_POOL = "bench-replay"
 REPLAY_SOURCE = "routerbench"
@@ -166,6 +168,7 @@ class BenchEnvironment:
     postgres_pid: int | None
     redis_pid: int | None
     workers: list[Worker] = field(default_factory=list)
+    services: Any = None  # studio.embedded.EmbeddedServices: what restart_redis / restart_postgres restart
 
     def child_env(self, **extra: str) -> dict[str, str]:
         return {**self.env, **extra}
@@ -223,6 +226,36 @@ class BenchEnvironment:
         keys = [key for queue in QUEUES for key in client.keys(f"{queue}*")]
         return int(sum(client.llen(key) for key in keys if client.type(key) == b"list"))
 
+    def restart_redis(self, down_s: float) -> None:
+        """Stop the embedded Redis (SIGTERM: it writes its dump, so queued and unacknowledged
+        messages survive), leave it down `down_s` seconds, start it again on the same socket
+        and data folder."""
+        from studio import embedded
+
+        if self.services is None or self.services.redis is None:
+            raise RuntimeError("Redis is not embedded (REDIS_URL is set): the bench will not restart it")
+        embedded.stop_redis(self.services.redis)
+        self.services.redis = None
+        time.sleep(down_s)
+        self.services.redis, url = embedded.start_redis(DATA_DIR / "redis")
+        assert url == self.env["REDIS_URL"], (url, self.env["REDIS_URL"])
+        self.redis_pid = self.services.redis.pid
+
+    def restart_postgres(self, down_s: float) -> None:
+        """Stop the embedded PostgreSQL (`pg_ctl stop -m fast`: sessions are cut, open
+        transactions rolled back), leave it down `down_s` seconds, start it again on the same
+        data folder and socket."""
+        from pgserver._commands import pg_ctl
+
+        server = self.services.postgres if self.services is not None else None
+        if server is None:
+            raise RuntimeError("PostgreSQL is not embedded (DATABASE_URL is set): the bench will not restart it")
+        pg_ctl(["-w", "-m", "fast", "stop"], pgdata=server.pgdata, user=server.system_user)
+        time.sleep(down_s)
+        with server._lock:
+            server.ensure_postgres_running()  # same socket folder; refreshes the postmaster it stops on exit
+        self.postgres_pid = server.get_pid()
+
     def purge_queues(self) -> None:
         """Drop queued Celery messages (also unacknowledged ones) left by an earlier bench."""
         if self.embedded_redis:
@@ -274,6 +307,7 @@ def bench_environment() -> Iterator[BenchEnvironment]:
             embedded_redis=services.redis is not None,
             postgres_pid=services.postgres.get_pid() if services.postgres is not None else None,
             redis_pid=services.redis.pid if services.redis is not None else None,
+            services=services,
         )
         bench.purge_queues()
         yield bench

@@ -2,9 +2,15 @@
 
 `LLMClient.complete` calls one endpoint (any litellm provider: openai/, anthropic/,
 hosted_vllm/, ollama/, an OpenAI-compatible `api_base`, or replay/), retries transient
-failures (429, 5xx, timeouts, lost connections) with exponential backoff and full
-jitter, and raises `ProviderError` with a typed kind for the rest. It meters tokens,
-cost and time over all the calls one primitive makes.
+failures (429, 5xx, timeouts, lost connections, broken bodies) with exponential backoff
+and full jitter, and raises `ProviderError` with a typed kind for the rest. It meters
+tokens, cost and time over all the calls one primitive makes.
+
+The HTTP client's timeout bounds each read, not the whole response: a body that trickles
+in, every piece just in time, would hold a call (and its worker thread) for as long as the
+server likes. So a call over the network also has a deadline for the whole call,
+`timeout_s`; past it the call is given up as a `timeout` (its thread is left to finish
+or time out on its own; what it returns is dropped, never billed).
 """
 
 from __future__ import annotations
@@ -12,7 +18,9 @@ from __future__ import annotations
 import os
 import random
 import re
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,7 +43,7 @@ class EndpointConfig:
     api_key: str | None = field(default=None, repr=False)
     input_cost_per_mtok: float | None = None
     output_cost_per_mtok: float | None = None
-    timeout_s: float = 60.0
+    timeout_s: float = 60.0  # each read, and the whole call (see the module's docstring)
     max_retries: int = 3
     backoff_base_s: float = 0.5
     backoff_max_s: float = 20.0
@@ -151,6 +159,30 @@ def _usage(response: Any) -> tuple[int, int]:
     return int(getattr(usage, "prompt_tokens", 0) or 0), int(getattr(usage, "completion_tokens", 0) or 0)
 
 
+def within_deadline(call: Callable[[], Any], deadline_s: float) -> Any:
+    """`call()`, or ProviderError("timeout") once `deadline_s` has passed. The call runs on a
+    daemon thread that is abandoned at the deadline: a blocking HTTP read cannot be cut
+    short from outside, but its result (or error) is then dropped."""
+    outcome: list[tuple[bool, Any]] = []
+    done = threading.Event()
+
+    def target() -> None:
+        try:
+            outcome.append((True, call()))
+        except BaseException as exc:  # handed to the caller below
+            outcome.append((False, exc))
+        finally:
+            done.set()
+
+    threading.Thread(target=target, name="llm-call", daemon=True).start()
+    if not done.wait(deadline_s):
+        raise ProviderError("timeout", f"The response did not arrive in full within {deadline_s:g} s.")
+    ok, value = outcome[0]
+    if ok:
+        return value
+    raise value
+
+
 class LLMClient:
     """Calls one endpoint; meters every call in `self.meter`."""
 
@@ -231,7 +263,9 @@ class LLMClient:
             kwargs["api_key"] = c.api_key
         if c.is_replay:
             kwargs["metadata"] = {"primitive": primitive, "item_id": item_id}
-        response = litellm.completion(**kwargs)
+            response = litellm.completion(**kwargs)  # in process: its latency is simulated, if at all
+        else:
+            response = within_deadline(lambda: litellm.completion(**kwargs), c.timeout_s)
         tokens_in, tokens_out = _usage(response)
         choice = response.choices[0]
         message = choice.message

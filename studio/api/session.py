@@ -1,7 +1,7 @@
 """Browser sessions: login, logout, who am I, and the CSRF cookie."""
 
 from django.contrib.auth import authenticate, login, logout
-from django.http import HttpRequest
+from django.http import HttpRequest, JsonResponse
 from django.middleware.csrf import get_token
 from ninja import Field, Router, Schema, Status
 from ninja.errors import HttpError
@@ -9,6 +9,7 @@ from ninja.utils import check_csrf
 
 from studio.api.auth import current_user, role
 from studio.models import Role, User
+from studio.services.throttle import login_failure_record, login_failures_clear, login_lockout
 
 router = Router(tags=["auth"])
 
@@ -37,12 +38,21 @@ def csrf(request: HttpRequest) -> dict[str, str]:
 
 
 @router.post("/login", auth=None, response=MeOut)
-def session_login(request: HttpRequest, payload: LoginIn) -> User:
+def session_login(request: HttpRequest, payload: LoginIn) -> User | JsonResponse:
+    # Too many failed logins for the username or from the address: 429 with Retry-After
+    # (studio/services/throttle.py). Sent as is, so the OpenAPI schema stays as it was.
     if check_csrf(request) is not None:
         raise HttpError(403, "CSRF check failed: GET /api/auth/csrf first and send X-CSRFToken.")
+    ip = request.META.get("REMOTE_ADDR") or ""
+    wait_s = login_lockout(username=payload.username, ip=ip)
+    if wait_s is not None:
+        detail = f"Too many failed logins. Try again in {wait_s} seconds."
+        return JsonResponse({"detail": detail}, status=429, headers={"Retry-After": str(wait_s)})
     user = authenticate(request, username=payload.username, password=payload.password)
     if user is None:
+        login_failure_record(username=payload.username, ip=ip)
         raise HttpError(401, "Wrong username or password.")
+    login_failures_clear(username=payload.username)
     login(request, user)
     assert isinstance(user, User)
     return user

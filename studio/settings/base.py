@@ -151,6 +151,13 @@ CELERY_DB_REUSE_MAX = env_int("CELERY_DB_REUSE_MAX", 1000)
 # the first encrypts, all decrypt, so keys can be rotated).
 FIELD_ENCRYPTION_KEYS = env_list("FIELD_ENCRYPTION_KEY", [])
 
+# Login throttling (studio/services/throttle.py): after this many failed logins for one
+# username, or from one client address, within the window (seconds from the first failure),
+# further logins are refused with 429 until the window ends. Counted in the cache (Redis).
+ORCHESTRA_LOGIN_MAX_FAILURES = env_int("ORCHESTRA_LOGIN_MAX_FAILURES", 5)
+ORCHESTRA_LOGIN_MAX_FAILURES_PER_IP = env_int("ORCHESTRA_LOGIN_MAX_FAILURES_PER_IP", 50)
+ORCHESTRA_LOGIN_WINDOW_S = env_int("ORCHESTRA_LOGIN_WINDOW_S", 900)
+
 # Task text longer than this is refused with 422.
 ORCHESTRA_MAX_TASK_CHARS = env_int("ORCHESTRA_MAX_TASK_CHARS", 100_000)
 # Provider calls: per-call timeout, and retries of transient errors (429, 5xx, timeouts).

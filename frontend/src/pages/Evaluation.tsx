@@ -110,7 +110,7 @@ function StartForm({ onStarted }: { onStarted: (id: number) => void }) {
     start.mutate();
   };
   const quick = options.data?.presets.quick;
-  const defaults = options.data?.default_outcomes.join(", ") ?? "the default";
+  const defaults = options.data ? `${options.data.default_outcomes.join(", ")} (default)` : "Loading…";
   return (
     <form className="panel stack" onSubmit={submit} aria-label="Start an evaluation">
       <div className="row eval-form">
@@ -124,7 +124,7 @@ function StartForm({ onStarted }: { onStarted: (id: number) => void }) {
         <label>
           Outcomes
           <select value={outcome} onChange={(e) => setOutcome(e.target.value)}>
-            <option value="">{defaults} (default)</option>
+            <option value="">{defaults}</option>
             {options.data?.outcomes.map((name) => (
               <option key={name} value={name}>
                 {name}

@@ -1,0 +1,265 @@
+"""Schemathesis against the API: no generated request, valid or not, gets a server error.
+
+/api/ is fuzzed from its own OpenAPI schema (ninja's); /v1/ from the fragment below, built
+from the endpoint's own pydantic model (it is not a ninja router). Every operation gets
+cases in three groups: positive (what the schema allows, so the services are reached),
+negative (what it forbids, which must be refused) and positive with the path ids of real
+rows (so that updates, labels, re-runs and the like reach a row). The caller is an admin
+with a bearer token, past authentication and CSRF.
+
+Each answer must be below 500 with no exception raised in the view, carry no traceback,
+and be an error of the documented shape when it is a 4xx: `{"detail": ...}` on /api/,
+OpenAI's `{"error": {...}}` on /v1/. The figures are printed (`-s` shows them).
+Examples are derandomized, so a run is repeatable. ORCHESTRA_FUZZ_EXAMPLES sets the
+examples per operation and group (bench/fuzz_api.py runs more).
+
+Nothing runs a Celery worker: the tasks a request enqueues are sent on commit, and a test
+transaction never commits. /v1/chat/completions waits for its run to end; here a stand-in
+for the worker ends the run at once (`finish_at_once`), so an accepted request answers 200.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import traceback
+import warnings
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+import requests
+import schemathesis
+from django.db import transaction
+from django.test import Client
+from django.urls import Resolver404, resolve
+from django.utils import timezone
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis.errors import Unsatisfiable
+from schemathesis import GenerationMode
+from schemathesis.schemas import APIOperation
+
+from studio import openai_compat
+from studio.api import api
+from studio.models import ApiToken, Node, PreferencePair, Run, RunStatus
+from tests.factories import RunFactory, TaskFactory
+from tests.hardening.conftest import TokenUser
+
+pytestmark = pytest.mark.django_db
+
+EXAMPLES = int(os.environ.get("ORCHESTRA_FUZZ_EXAMPLES", "10"))
+MIN_CASES = 1000 if EXAMPLES >= 10 else 0
+# GET /api/health takes no input, pings the workers for 1 s and answers 503 by design while none runs.
+SKIPPED = {"GET /api/health"}
+
+
+def openai_schema() -> dict[str, Any]:
+    """/v1/ as OpenAPI 3.1; the request body is ChatIn's own JSON schema."""
+    body = openai_compat.ChatIn.model_json_schema(ref_template="#/components/schemas/{model}")
+    defs = body.pop("$defs", {})
+    # Mostly user messages and real models, so that positive cases get past the first checks.
+    defs["MessageIn"]["properties"]["role"] = {"enum": ["user", "system", "assistant"]}
+    body["properties"]["model"] = {"enum": openai_compat.model_ids()}
+    answer = {"description": "OK", "content": {"application/json": {"schema": {"type": "object"}}}}
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": "Orchestra Studio, OpenAI-compatible", "version": "1"},
+        "paths": {
+            "/v1/chat/completions": {
+                "post": {
+                    "requestBody": {"required": True, "content": {"application/json": {"schema": body}}},
+                    "responses": {"200": answer},
+                }
+            },
+            "/v1/models": {"get": {"responses": {"200": answer}}},
+            "/v1/models/{model}": {
+                "get": {
+                    "parameters": [{"name": "model", "in": "path", "required": True, "schema": {"type": "string"}}],
+                    "responses": {"200": answer},
+                }
+            },
+        },
+        "components": {"schemas": defs},
+    }
+
+
+def operations() -> list[APIOperation]:
+    found = []
+    for schema in (api.get_openapi_schema(), openai_schema()):
+        for result in schemathesis.openapi.from_dict(schema).get_all_operations():
+            if result.ok().label not in SKIPPED:
+                found.append(result.ok())
+    return found
+
+
+@dataclass
+class Figures:
+    cases: int = 0
+    by_status: Counter[int] = field(default_factory=Counter)
+    by_group: Counter[str] = field(default_factory=Counter)
+    problems: list[str] = field(default_factory=list)
+
+    def report(self, seconds: float) -> str:
+        statuses = ", ".join(f"{status}: {n}" for status, n in sorted(self.by_status.items()))
+        groups = ", ".join(f"{group}: {n}" for group, n in sorted(self.by_group.items()))
+        server_errors = sum(n for status, n in self.by_status.items() if status >= 500)
+        return (
+            f"schemathesis: {self.cases} cases in {seconds:.1f} s ({groups}); "
+            f"server errors: {server_errors}; problems: {len(self.problems)}; statuses: {statuses}"
+        )
+
+
+def send(client: Client, case: Any, token: str) -> Any:
+    """The case as the bytes `requests` would send, through Django's test client."""
+    kwargs = case.as_transport_kwargs(base_url="http://testserver")
+    kwargs["headers"]["Authorization"] = f"Bearer {token}"
+    prepared = requests.Request(
+        method=kwargs["method"],
+        url=kwargs["url"],
+        headers=kwargs["headers"],
+        params=kwargs.get("params"),
+        cookies=kwargs.get("cookies"),
+        json=kwargs.get("json"),
+        data=kwargs.get("data"),
+    ).prepare()
+    headers = {name: value for name, value in prepared.headers.items() if name.lower() != "content-length"}
+    content_type = headers.pop("Content-Type", "application/octet-stream")
+    body = prepared.body.encode() if isinstance(prepared.body, str) else prepared.body or b""
+    return client.generic(prepared.method or "GET", prepared.path_url, body, content_type, headers=headers)
+
+
+def content_of(response: Any) -> bytes:
+    if not response.streaming:
+        return bytes(response.content)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # Django's note that it consumes an async stream synchronously
+        return b"".join(response)
+
+
+def is_route(path: str) -> bool:
+    try:
+        resolve(path)
+    except Resolver404:
+        return False
+    return True
+
+
+def problem_with(response: Any, content: bytes, path: str) -> str | None:
+    """What is wrong with an answer, or None."""
+    if response.status_code >= 500 or getattr(response, "exc_info", None):
+        if response.exc_info:
+            return "".join(traceback.format_exception_only(response.exc_info[1])).strip()
+        return f"status {response.status_code}"
+    if b"Traceback (most recent call last)" in content:
+        return "a traceback in the body"
+    if response.status_code < 400 or (response.status_code == 404 and not is_route(path)):
+        return None  # a path no route matches is Django's plain 404, not an API error
+    try:
+        body = json.loads(content)
+    except ValueError:
+        return f"a {response.status_code} that is not JSON: {content[:80]!r}"
+    if path.startswith("/v1/"):
+        error = body.get("error") if isinstance(body, dict) else None
+        if not (isinstance(error, dict) and isinstance(error.get("message"), str) and error.get("type")):
+            return f"a {response.status_code} without OpenAI's error shape: {content[:120]!r}"
+    elif not (isinstance(body, dict) and isinstance(body.get("detail"), str) and body["detail"]):
+        return f"a {response.status_code} without a detail sentence: {content[:120]!r}"
+    return None
+
+
+@pytest.fixture
+def finish_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A stand-in for the worker: the run /v1/ waits for succeeds as soon as it is waited on."""
+
+    async def run_wait(run_id: int, limit_s: float) -> Run | None:
+        now = timezone.now()
+        await Run.objects.filter(pk=run_id).aupdate(
+            status=RunStatus.SUCCEEDED, final_answer="42", started_at=now, finished_at=now
+        )
+        return await Run.objects.aget(pk=run_id)
+
+    monkeypatch.setattr(openai_compat, "run_wait", run_wait)
+
+
+@pytest.fixture
+def real_ids(admin_token: TokenUser, usable_pool: Any) -> dict[str, Any]:
+    """Path parameters naming rows that exist: the admin's task, run (with a node), pair, token..."""
+    endpoint = usable_pool.endpoints.get()
+    admissibility = endpoint.admissibilities.get()
+    task = TaskFactory(owner=admin_token.user)
+    runs = [RunFactory(task=task, pool=usable_pool, status=RunStatus.SUCCEEDED) for _ in range(2)]
+    node = Node.objects.create(run=runs[0], key="root", kind="root", text=task.text, status="succeeded")
+    pair = PreferencePair.objects.create(task=task, run_a=runs[0], run_b=runs[1], created_by=admin_token.user)
+    return {
+        "pool_id": usable_pool.pk,
+        "endpoint_id": endpoint.pk,
+        "primitive_id": admissibility.primitive_id,
+        "admissibility_id": admissibility.pk,
+        "task_id": task.pk,
+        "run_id": runs[0].pk,
+        "node_key": node.key,
+        "pair_id": pair.pk,
+        "token_id": ApiToken.objects.get(user=admin_token.user).pk,
+        "model": "orchestra",
+    }
+
+
+def fuzz(
+    operation: APIOperation, mode: GenerationMode, path_parameters: dict[str, Any] | None, check: Callable[[Any], None]
+) -> None:
+    @settings(
+        max_examples=EXAMPLES,
+        derandomize=True,
+        database=None,
+        deadline=None,
+        phases=[Phase.explicit, Phase.generate],  # no shrinking: problems are collected, not raised
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(case=operation.as_strategy(mode, path_parameters=path_parameters))
+    def run(case: Any) -> None:
+        check(case)
+
+    try:
+        run()
+    except Unsatisfiable:
+        pass  # nothing to generate in this mode, e.g. no way to break a schema without parameters
+
+
+def test_no_generated_request_gets_a_server_error(
+    admin_token: TokenUser, real_ids: dict[str, Any], finish_at_once: None
+) -> None:
+    client = Client(raise_request_exception=False)
+    figures = Figures()
+
+    def checked(group: str) -> Callable[[Any], None]:
+        def check(case: Any) -> None:
+            # Each case in a savepoint rolled back after it: a case that breaks the transaction
+            # (a server error) does not break the ones after it, and nothing piles up.
+            with transaction.atomic():
+                response = send(client, case, admin_token.token)
+                content = content_of(response)
+                transaction.set_rollback(True)
+            figures.cases += 1
+            figures.by_group[group] += 1
+            figures.by_status[response.status_code] += 1
+            problem = problem_with(response, content, response.request["PATH_INFO"])
+            if problem:
+                figures.problems.append(f"{case.method} {case.formatted_path} [{group}]: {problem}\n{case!r}")
+
+        return check
+
+    started = time.monotonic()
+    for operation in operations():
+        fuzz(operation, GenerationMode.POSITIVE, None, checked("positive"))
+        fuzz(operation, GenerationMode.NEGATIVE, None, checked("negative"))
+        names = {p.name for p in operation.path_parameters}
+        if names:
+            pinned = {name: real_ids[name] for name in names}
+            fuzz(operation, GenerationMode.POSITIVE, pinned, checked("real ids"))
+    print("\n" + figures.report(time.monotonic() - started))
+    assert not figures.problems, f"{len(figures.problems)} problems:\n\n" + "\n\n".join(figures.problems[:20])
+    assert figures.cases >= MIN_CASES
+
