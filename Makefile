@@ -7,7 +7,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat requirements.txt requirements-dev.txt | sha1sum | cut -c1-12)
 
-.PHONY: up test lint typecheck pytest install clean-data help frontend frontend-test chromium api-types
+.PHONY: up test lint typecheck pytest install clean-data help frontend frontend-test chromium api-types reliability
 
 help:
 	@echo "make up      run the studio at http://127.0.0.1:8000/ (Ctrl-C stops it; data stays in .data/)"
@@ -15,6 +15,7 @@ help:
 	@echo "make lint / typecheck / frontend-test / pytest   one part of make test"
 	@echo "make frontend   build the browser studio (frontend/dist) when its sources changed"
 	@echo "make api-types  regenerate frontend/src/api/openapi.json and schema.d.ts after an API change"
+	@echo "make reliability  the long hardening benches: crashes, restarts, provider faults, fuzzing, load (~6 min)"
 
 $(STAMP):
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -69,6 +70,13 @@ typecheck: $(STAMP)
 # studio.embedded starts PostgreSQL / Redis only for whichever of DATABASE_URL / REDIS_URL is unset.
 pytest: $(STAMP) frontend chromium
 	$(BIN)/python -m studio.embedded --data-dir .data/test -- $(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# The long hardening suites (issue 8); each prints its figures and goals. Their fast
+# counterparts (tests/hardening/) run in make test.
+RELIABILITY := bench/crash.py bench/restarts.py bench/faults.py bench/fuzz_api.py bench/load.py
+
+reliability: $(STAMP)
+	@set -e; for bench in $(RELIABILITY); do echo "== $$bench"; $(BIN)/python $$bench; done
 
 clean-data:
 	rm -rf .data

@@ -102,6 +102,7 @@ def assess(run_ids: list[int], call_log: Path, in_flight_at_kill: set[int], in_k
 
     runs = list(Run.objects.filter(pk__in=run_ids).order_by("pk"))
     attempts = Attempt.objects.filter(node__run_id__in=run_ids)
+    attempt_ids = set(attempts.values_list("pk", flat=True))
     billed = dict(attempts.values("node__run_id").annotate(total=Sum("cost_usd")).values_list("node__run_id", "total"))
     misbilled = [
         f"run {run.pk}: cost_usd {run.cost_usd} but its attempts sum to {billed.get(run.pk)}"
@@ -122,7 +123,8 @@ def assess(run_ids: list[int], call_log: Path, in_flight_at_kill: set[int], in_k
         other_runs=[
             _run_line(run.pk, run.status, run.end_reason, published) for run in runs if run.status != "succeeded"
         ],
-        calls=Counter(attempt for attempt, _, _ in read_call_log(call_log, "call")),
+        # Only these runs' attempts: a run left in flight by an earlier bench may be recovered meanwhile.
+        calls=Counter(attempt for attempt, _, _ in read_call_log(call_log, "call") if attempt in attempt_ids),
         in_flight_at_kill=in_flight_at_kill,
         in_killed_worker=in_killed_worker,
         finished_events=Counter(int(payload["attempt"]) for payload in events.values_list("payload", flat=True)),
@@ -244,24 +246,17 @@ def trial(
         bench.purge_queues()
     calls = read_call_log(call_log, "call")
     kills, in_flight_any, cut_short = [], set(), set()
+    redelivered = []  # seconds after the runs were created of each call made again after a kill
     for name, at_s, in_flight, pids, wall in moments:
         # Attempts whose provider call was under way in this worker when it died.
         mine = {attempt for attempt, pid, when in calls if pid in pids and when < wall and attempt in in_flight}
         kills.append(Kill(worker=name, at_s=at_s, running=len(in_flight), in_worker=len(mine)))
         in_flight_any |= in_flight
         cut_short |= mine
+        redelivered += [at_s + when - wall for attempt, _, when in calls if attempt in mine and when > wall]
     damage = assess(run_ids, call_log, in_flight_any, cut_short)
-    first_kill_wall = moments[0][4]
-    later = [when - first_kill_wall for attempt, _, when in calls if attempt in cut_short and when > first_kill_wall]
-    return (
-        damage,
-        kills,
-        {
-            "ready": ready_at,
-            "redelivered": moments[0][1] + min(later) if later else float("nan"),
-            "ended": ended_at,
-        },
-    )
+    timings = {"ready": ready_at, "redelivered": min(redelivered, default=float("nan")), "ended": ended_at}
+    return damage, kills, timings
 
 
 def main() -> None:

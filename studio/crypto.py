@@ -10,6 +10,28 @@ from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
+# Shorter "keys" are placeholders (vLLM's "EMPTY"), not secrets worth rewriting text for.
+MIN_SECRET_CHARS = 8
+REDACTED = "[redacted]"
+
+# Every provider key this process has held in plain text, so that logging can blank them
+# (studio.logfilters.RedactSecrets): a provider may echo a key in an error a library logs.
+_held: set[str] = set()
+
+
+def redact_secrets(text: str) -> str:
+    """`text` without any provider key this process has encrypted or decrypted."""
+    for secret in tuple(_held):
+        if secret in text:
+            text = text.replace(secret, REDACTED)
+    return text
+
+
+def _hold(secret: str) -> str:
+    if len(secret) >= MIN_SECRET_CHARS:
+        _held.add(secret)
+    return secret
+
 
 class SecretUnreadable(Exception):
     """A stored secret cannot be decrypted with any configured key."""
@@ -32,12 +54,12 @@ def _cipher() -> MultiFernet:
 
 
 def encrypt_secret(plain: str) -> str:
-    return _cipher().encrypt(plain.encode()).decode()
+    return _cipher().encrypt(_hold(plain).encode()).decode()
 
 
 def decrypt_secret(token: str) -> str:
     try:
-        return _cipher().decrypt(token.encode()).decode()
+        return _hold(_cipher().decrypt(token.encode()).decode())
     except InvalidToken:
         raise SecretUnreadable(
             "A stored provider key cannot be decrypted with the configured "

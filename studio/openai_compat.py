@@ -35,6 +35,7 @@ from studio.models import ModelPool, Run, RunStatus, User
 from studio.services.runs import PRESETS, run_create
 from studio.services.tasks import task_create
 from studio.services.tokens import token_user
+from studio.storable import UnstorableText, check_storable
 
 MODEL = "orchestra"
 RUN_HEADER = "x-orchestra-run-id"
@@ -219,6 +220,12 @@ def chat_parse(request: HttpRequest) -> ChatIn:
         raise OpenAIError(413, "The request body is too large.", code="request_too_large") from None
     except ValueError:
         raise OpenAIError(400, "The request body is not valid JSON.", code="invalid_json") from None
+    except RecursionError:
+        raise OpenAIError(400, "The request body is nested too deeply.", code="invalid_json") from None
+    try:
+        check_storable(data)
+    except UnstorableText as exc:
+        raise OpenAIError(400, str(exc)) from None
     try:
         return ChatIn.model_validate(data)
     except ValidationError as exc:

@@ -3,10 +3,12 @@
 Start a worker with: celery -A workers worker -Q orchestrator,workers,training
 """
 
+import logging
 import os
+import threading
 from typing import Any
 
-from celery import Celery, signals
+from celery import Celery, bootsteps, signals
 from kombu import Exchange, Queue
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "studio.settings.dev")
@@ -23,10 +25,48 @@ app.conf.task_routes = {
     "workers.execute_attempt": {"queue": "workers"},
     "workers.execute_attempts": {"queue": "workers"},
     "workers.run_step": {"queue": "orchestrator"},
+    "workers.runs_recover": {"queue": "orchestrator"},
     "workers.train": {"queue": "training"},
     "workers.evaluate": {"queue": "training"},
 }
 app.autodiscover_tasks(["workers"])
+
+log = logging.getLogger(__name__)
+
+
+class RecoverySweep(bootsteps.StartStopStep):
+    """In each worker's main process, a thread that asks every ORCHESTRA_RECOVERY_INTERVAL_S
+    for one `workers.runs_recover` across all workers (studio.services.scheduling). A thread,
+    not the worker's timer: while Redis is away the request may block, and the timer shares
+    the loop that consumes messages."""
+
+    def __init__(self, parent: Any, **kwargs: Any) -> None:
+        super().__init__(parent, **kwargs)
+        self.stopped = threading.Event()
+        self.thread: threading.Thread | None = None
+
+    def start(self, parent: Any) -> None:
+        from django.conf import settings
+
+        interval = settings.ORCHESTRA_RECOVERY_INTERVAL_S
+        if interval > 0 and "orchestrator" in {queue.name for queue in parent.app.amqp.queues.consume_from.values()}:
+            self.thread = threading.Thread(target=self._loop, args=(interval,), name="recovery-sweep", daemon=True)
+            self.thread.start()
+
+    def stop(self, parent: Any) -> None:
+        self.stopped.set()
+
+    def _loop(self, interval: int) -> None:
+        from studio.services.scheduling import recovery_request
+
+        while not self.stopped.wait(interval):
+            try:
+                recovery_request()
+            except Exception:  # never let the thread die: it is the way out of a lost message
+                log.warning("recovery sweep request failed", exc_info=True)
+
+
+app.steps["worker"].add(RecoverySweep)
 
 
 @signals.worker_init.connect

@@ -111,11 +111,18 @@ def _retry_after(exc: Exception) -> float | None:
 _NOISE = re.compile(r"^(?:litellm\.\w+:\s*|\w+(?:Error|Exception)\s*[:-]\s*|error\s*-\s*)")
 
 
+# litellm's message for a 200 whose body is not the JSON it expects, e.g. cut short.
+_BROKEN_BODY = re.compile(r"^(?P<error>.*?), Received response - <APIResponse \[(?P<status>[^\]]*)\]")
+
+
 def plain_message(exc: Exception) -> str:
     text = str(getattr(exc, "message", None) or exc).strip()
     line = text.splitlines()[0] if text else ""
     while (shorter := _NOISE.sub("", line, count=1)) != line:
         line = shorter
+    broken = _BROKEN_BODY.match(line)
+    if broken:
+        line = f"The provider's response ({broken['status']}) was not valid JSON: {broken['error']}."
     return line[:500] or type(exc).__name__
 
 
@@ -176,7 +183,7 @@ def within_deadline(call: Callable[[], Any], deadline_s: float) -> Any:
 
     threading.Thread(target=target, name="llm-call", daemon=True).start()
     if not done.wait(deadline_s):
-        raise ProviderError("timeout", f"The response did not arrive in full within {deadline_s:g} s.")
+        raise ProviderError("timeout", f"No complete response within {deadline_s:g} s.")
     ok, value = outcome[0]
     if ok:
         return value

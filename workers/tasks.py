@@ -12,13 +12,16 @@ from django.db import InterfaceError, OperationalError
 from workers.celery import app
 
 # For tasks that are idempotent: acknowledged only when done (a dead worker's task is
-# delivered again), and retried with backoff when the database connection drops.
+# delivered again), and retried with backoff when the database connection drops. Ten retries,
+# each wait at most 60 s (jittered), outlast a PostgreSQL restart (bench/restarts.py: five
+# gave up within a 15 s outage, leaving the run to the recovery sweep).
 REDELIVERABLE: dict[str, Any] = {
     "acks_late": True,
     "reject_on_worker_lost": True,
     "autoretry_for": (OperationalError, InterfaceError),
     "retry_backoff": True,
-    "max_retries": 5,
+    "retry_backoff_max": 60,
+    "max_retries": 10,
 }
 
 
@@ -56,6 +59,16 @@ def run_step(run_id: int) -> None:
 
     step_started(run_id)
     step(run_id=run_id)
+
+
+@app.task(name="workers.runs_recover", acks_late=False, time_limit=120, soft_time_limit=100)
+def runs_recover() -> None:
+    """Step every run that went quiet (see studio.services.scheduling.runs_recover). Queued
+    every ORCHESTRA_RECOVERY_INTERVAL_S by one worker (workers.celery.RecoverySweep); a lost
+    one is simply queued again next time."""
+    from studio.services.scheduling import runs_recover as recover
+
+    recover()
 
 
 @app.task(name="workers.train", time_limit=3 * 3600, soft_time_limit=3 * 3600 - 60)

@@ -108,6 +108,8 @@ def parse_record(line: str) -> PreferenceRecord:
         data = json.loads(line)
     except json.JSONDecodeError as exc:
         raise ValueError(f"not valid JSON ({exc.msg} at column {exc.colno})") from None
+    except RecursionError:
+        raise ValueError("nested too deeply to parse") from None
     if not isinstance(data, dict):
         raise ValueError(f"a record must be a JSON object, not {type(data).__name__}")
     problems: list[str] = []

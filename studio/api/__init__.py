@@ -3,6 +3,7 @@
 from ninja import NinjaAPI
 
 from studio.api import catalog, errors, evaluations, health, pools, preferences, runs, session, tasks, tokens, training
+from studio.api.parser import StorableJsonParser
 
 api = NinjaAPI(
     title="Orchestra Studio API",
@@ -11,6 +12,7 @@ api = NinjaAPI(
     "or an API token sent as the header `Authorization: Bearer TOKEN` (create one with "
     "POST /api/tokens). Roles, errors and paging: docs/api.md.",
     urls_namespace="api",
+    parser=StorableJsonParser(),
 )
 errors.install(api)
 api.add_router("", health.router)

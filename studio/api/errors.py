@@ -3,11 +3,13 @@
 from typing import Any
 
 from django.core.exceptions import RequestDataTooBig
+from django.db import DataError
 from django.http import Http404, HttpRequest, HttpResponse
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 
 from studio.errors import ApplicationError
+from studio.storable import UnstorableText
 
 
 def _field(loc: list[Any] | tuple[Any, ...]) -> str:
@@ -23,6 +25,18 @@ def _field(loc: list[Any] | tuple[Any, ...]) -> str:
 def validation_errors(errors: list[dict[str, Any]]) -> list[dict[str, str]]:
     """Field and message of each error, without echoing the input (it may hold a key)."""
     return [{"field": _field(error.get("loc", ())), "message": str(error.get("msg", "is invalid"))} for error in errors]
+
+
+def data_error_detail(exc: DataError) -> str:
+    """A sentence for PostgreSQL's refusal of a value, without echoing the SQL or the value."""
+    state = getattr(exc.__cause__, "sqlstate", None)
+    if state == "22003":
+        return "A number in the request is out of range."
+    if state == "22001":
+        return "A text in the request is longer than its field allows."
+    if state == "22P05" or "NUL" in str(exc):
+        return "The request holds a NUL character (\\u0000) in a string; it cannot be stored."
+    return "A value in the request cannot be stored."
 
 
 def install(api: NinjaAPI) -> None:
@@ -44,10 +58,20 @@ def install(api: NinjaAPI) -> None:
     @api.exception_handler(HttpError)
     def http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
         detail = exc.message
-        if detail.startswith("Cannot parse request body"):
+        if isinstance(exc.__cause__, UnstorableText):
+            detail = str(exc.__cause__)
+        elif isinstance(exc.__cause__, RecursionError):
+            detail = "The request body is nested too deeply."
+        elif detail.startswith("Cannot parse request body"):
             # ninja's words for a body that is not JSON or not UTF-8.
             detail = "The request body is not valid JSON" + detail.removeprefix("Cannot parse request body")
         return api.create_response(request, {"detail": detail}, status=exc.status_code)
+
+    @api.exception_handler(DataError)
+    def unstorable(request: HttpRequest, exc: DataError) -> HttpResponse:
+        # A value that passed validation but not PostgreSQL (e.g. a paging offset past bigint,
+        # NUL in a query parameter). The service's transaction has rolled back; nothing is written.
+        return api.create_response(request, {"detail": data_error_detail(exc)}, status=422)
 
     @api.exception_handler(Http404)
     def not_found(request: HttpRequest, exc: Http404) -> HttpResponse:

@@ -9,7 +9,7 @@ from ninja.utils import check_csrf
 
 from studio.api.auth import current_user, role
 from studio.models import Role, User
-from studio.services.throttle import login_failure_record, login_failures_clear, login_lockout
+from studio.services.throttle import client_ip, login_lockout
 
 router = Router(tags=["auth"])
 
@@ -43,16 +43,13 @@ def session_login(request: HttpRequest, payload: LoginIn) -> User | JsonResponse
     # (studio/services/throttle.py). Sent as is, so the OpenAPI schema stays as it was.
     if check_csrf(request) is not None:
         raise HttpError(403, "CSRF check failed: GET /api/auth/csrf first and send X-CSRFToken.")
-    ip = request.META.get("REMOTE_ADDR") or ""
-    wait_s = login_lockout(username=payload.username, ip=ip)
+    wait_s = login_lockout(username=payload.username, ip=client_ip(request))
     if wait_s is not None:
         detail = f"Too many failed logins. Try again in {wait_s} seconds."
         return JsonResponse({"detail": detail}, status=429, headers={"Retry-After": str(wait_s)})
-    user = authenticate(request, username=payload.username, password=payload.password)
+    user = authenticate(request, username=payload.username, password=payload.password)  # counts failures
     if user is None:
-        login_failure_record(username=payload.username, ip=ip)
         raise HttpError(401, "Wrong username or password.")
-    login_failures_clear(username=payload.username)
     login(request, user)
     assert isinstance(user, User)
     return user

@@ -15,7 +15,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from orchestrator.envelope import Envelope
-from studio.crypto import decrypt_secret
+from studio.crypto import MIN_SECRET_CHARS, REDACTED, decrypt_secret
 from studio.models import Attempt, AttemptStatus, Node, Run
 from studio.services.bulk import rows_update
 from studio.services.events import run_events_append
@@ -45,15 +45,21 @@ def _price(value: Decimal | None) -> float | None:
     return float(value) if value is not None else None
 
 
+def _endpoint_key(attempt: Attempt, keys: dict[int, str | None]) -> str | None:
+    """The attempt's endpoint's API key; each endpoint's is decrypted once per batch."""
+    endpoint = attempt.endpoint
+    if endpoint.pk not in keys:
+        keys[endpoint.pk] = decrypt_secret(endpoint.api_key_encrypted) if endpoint.api_key_encrypted else None
+    return keys[endpoint.pk]
+
+
 def _work(attempt: Attempt, keys: dict[int, str | None]) -> AttemptWork:
     endpoint = attempt.endpoint
-    if endpoint.pk not in keys:  # decrypt each endpoint's key once per batch
-        keys[endpoint.pk] = decrypt_secret(endpoint.api_key_encrypted) if endpoint.api_key_encrypted else None
     return AttemptWork(
         attempt_id=attempt.pk,
         model=endpoint.model,
         api_base=endpoint.api_base,
-        api_key=keys[endpoint.pk],
+        api_key=_endpoint_key(attempt, keys),
         input_cost_per_mtok=_price(endpoint.input_cost_per_mtok),
         output_cost_per_mtok=_price(endpoint.output_cost_per_mtok),
         primitive=attempt.primitive.name,
@@ -154,6 +160,24 @@ def _finished_event(attempt: Attempt, envelope: Envelope) -> tuple[str, dict[str
     )
 
 
+def _scrubbed(value: Any, secret: str) -> Any:
+    if isinstance(value, str):
+        return value.replace(secret, REDACTED)
+    if isinstance(value, dict):
+        return {key: _scrubbed(item, secret) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_scrubbed(item, secret) for item in value]
+    return value
+
+
+def envelope_redact(envelope: Envelope, secret: str | None) -> Envelope:
+    """The envelope without the endpoint's API key anywhere in it: providers echo the key
+    in their errors (OpenAI's 401 names it), and envelopes go to rows, events and logs."""
+    if not secret or len(secret) < MIN_SECRET_CHARS:
+        return envelope
+    return Envelope(**_scrubbed(envelope.to_dict(), secret))
+
+
 @transaction.atomic
 def attempts_finish(*, results: Sequence[tuple[int, Envelope]]) -> list[int]:
     """Record envelopes and bill them to their nodes and runs, in a few statements, except
@@ -162,8 +186,8 @@ def attempts_finish(*, results: Sequence[tuple[int, Envelope]]) -> list[int]:
     attempts = [
         attempt
         for attempt in Attempt.objects.select_for_update(of=("self",))
-        .select_related("node")
-        .only("status", "node__key", "node__run_id")  # the fields written are set below
+        .select_related("node", "endpoint")
+        .only("status", "node__key", "node__run_id", "endpoint__api_key_encrypted")  # the fields written are set below
         .filter(pk__in=envelopes)
         .order_by("pk")
         if attempt.status not in FINISHED
@@ -174,8 +198,9 @@ def attempts_finish(*, results: Sequence[tuple[int, Envelope]]) -> list[int]:
     nodes: dict[int, list[Any]] = {}
     runs: dict[int, list[Any]] = {}
     events: dict[int, list[tuple[str, dict[str, Any]]]] = {}
+    keys: dict[int, str | None] = {}
     for attempt in attempts:
-        envelope = envelopes[attempt.pk]
+        envelope = envelope_redact(envelopes[attempt.pk], _endpoint_key(attempt, keys))
         cost = Decimal(repr(envelope.cost_usd))
         attempt.status = AttemptStatus(envelope.status)
         attempt.envelope = envelope.to_dict()

@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 from datetime import timedelta
+from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
@@ -54,6 +55,7 @@ from studio.services.bulk import rows_update
 from studio.services.events import run_events_append
 from studio.services.observation import admissible_pairs, observe
 from studio.services.policies import policy_config
+from studio.services.scheduling import task_send
 
 log = logging.getLogger(__name__)
 
@@ -274,6 +276,23 @@ def _budget_exceeded(state: State) -> str | None:
     return None
 
 
+def _budget_admits(state: State) -> bool:
+    """Whether the cost budget has room for one more attempt now (the step has checked that
+    it is not spent). With nothing in flight, yes. Else only while the attempts in flight and
+    this one, each at the dearest finished attempt's cost, fit in what is left; with no such
+    cost yet, not at all. So a run ends at most one attempt past its budget (the one sent with
+    nothing else in flight), unless an attempt costs more than every one before it."""
+    run = state.run
+    if run.max_cost_usd is None:
+        return True
+    attempts = [attempt for attempts in state.attempts.values() for attempt in attempts]
+    in_flight = sum(1 for attempt in attempts if attempt.status in IN_FLIGHT)
+    if in_flight == 0:
+        return True
+    dearest = max((a.cost_usd for a in attempts if a.status not in IN_FLIGHT), default=Decimal(0))
+    return dearest > 0 and run.cost_usd + (in_flight + 1) * dearest <= run.max_cost_usd
+
+
 def _partial_answer(state: State) -> str:
     root = state.by_key.get("root")
     if root is not None and root.answer:
@@ -295,7 +314,9 @@ def _end(state: State, status: str, reason: str, answer: str | None = None) -> N
         attempt.finished_at = timezone.now()
         cancelled += 1
     run.status = status
-    run.end_reason = reason
+    # A reason quotes a provider's error, which may be long: cut it to fit, or the step fails
+    # on every try and the run never ends.
+    run.end_reason = _fit(reason, Run._meta.get_field("end_reason").max_length)
     run.final_answer = answer if answer is not None else _partial_answer(state)
     if status == RunStatus.SUCCEEDED:
         run.verification = {**run.verification, **verify(state, run.final_answer)}
@@ -306,6 +327,12 @@ def _end(state: State, status: str, reason: str, answer: str | None = None) -> N
         verification=run.verification, cancelled_attempts=cancelled, tokens_in=run.tokens_in,
         tokens_out=run.tokens_out, cost_usd=float(run.cost_usd), latency_s=run.latency_s,
     )  # fmt: skip
+
+
+def _fit(text: str, max_length: int | None) -> str:
+    if max_length is None or len(text) <= max_length:
+        return text
+    return text[: max_length - 1] + "…"
 
 
 def verify(state: State, answer: str) -> dict[str, Any]:
@@ -483,6 +510,8 @@ def _decide(state: State) -> None:
         if isinstance(action, Finish):
             _end(state, RunStatus.SUCCEEDED, "finished", answer=action.answer)
             return
+        if isinstance(action, Solve | Repair | Plan) and not _budget_admits(state):
+            break  # the next attempt waits for those in flight: the budget may not cover them all
         reason = _apply(state, action)
         if reason is not None:
             _end(state, RunStatus.FAILED, reason)
@@ -507,18 +536,22 @@ def _dispatch(attempt_ids: list[int]) -> None:
 
     size = max(1, settings.ORCHESTRA_ATTEMPT_BATCH)
     for start in range(0, len(attempt_ids), size):
-        execute_attempts.delay(attempt_ids[start : start + size])
+        # If the broker cannot take them, they stay queued and a later step sends them again (_resend_lost).
+        task_send(execute_attempts, (attempt_ids[start : start + size],))
 
 
 def _resend_lost(state: State) -> None:
-    """Send again attempts queued long ago and never claimed: their message was lost (a
-    step killed after COMMIT, before sending). A duplicate is harmless: one claims it."""
+    """Send again attempts whose message was lost: queued long ago and never claimed (a step
+    killed after COMMIT, before sending, or the broker away), or running so long that their
+    worker must be dead (a delivery cut off by a lost connection, with no message left to come
+    back). A duplicate is harmless: only one delivery claims an attempt (attempts_start)."""
     lost_before = timezone.now() - timedelta(seconds=settings.ORCHESTRA_ATTEMPT_STALE_S)
     lost = [
         attempt.pk
         for attempts in state.attempts.values()
         for attempt in attempts
-        if attempt.status == AttemptStatus.QUEUED and attempt.created_at < lost_before
+        if (attempt.status == AttemptStatus.QUEUED and attempt.created_at < lost_before)
+        or (attempt.status == AttemptStatus.RUNNING and (attempt.started_at or attempt.created_at) < lost_before)
     ]
     if lost:
         log.warning("run %s: sending again %d attempt(s) queued before %s", state.run.pk, len(lost), lost_before)

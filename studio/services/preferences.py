@@ -27,6 +27,7 @@ from studio.models import (
 )
 from studio.permissions import check_role
 from studio.services.tasks import check_task_text
+from studio.storable import UnstorableText, check_storable
 
 ENDED = (RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.CANCELLED)
 IMPORTED_POLICY = "imported"
@@ -129,6 +130,11 @@ def check_import_records(records: list[tuple[int, PreferenceRecord]]) -> None:
             check_task_text(record.prompt)
         except ApplicationError as exc:
             problems.append(f'"prompt": {exc.message}')
+        plans = [plan.to_dict() for plan in (record.chosen_plan, record.rejected_plan) if plan is not None]
+        try:
+            check_storable([record.prompt, record.chosen, record.rejected, record.source, record.extra, plans])
+        except UnstorableText as exc:
+            problems.append(str(exc))
         if problems:
             errors.append((line, "; ".join(problems)))
     if errors:

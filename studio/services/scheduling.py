@@ -4,25 +4,62 @@ Each finished attempt asks for a step. While one is already queued, asking again
 nothing: that step will see every attempt finished before it starts (it clears the mark
 before it reads the run), so no wake-up is lost and a burst of N finishes costs one step,
 not N. If the cache is unreachable, every request enqueues a step (correct, just slower).
+
+If the broker is unreachable too (Redis restarting for longer than the publish retries
+wait), the request is dropped with a warning and `runs_recover`, queued every
+ORCHESTRA_RECOVERY_INTERVAL_S by one worker, steps the run once the broker is back.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
+from datetime import timedelta
+from typing import Any
 
+from django.conf import settings
 from django.core.cache import cache
+from django.db.models import OuterRef, Subquery
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+
+from studio.models import Run, RunEvent, RunStatus
 
 log = logging.getLogger(__name__)
 
 MARK_TTL_S = 120  # a lost step message stops blocking new ones after this long
+RECOVERY_MARK = "runs-recover-queued"
 
 
 def _mark(run_id: int) -> str:
     return f"run-step-queued:{run_id}"
 
 
+def task_send(task: Any, args: Sequence[Any], **options: Any) -> bool:
+    """Send a Celery task; False (logged) when the broker cannot take it. The pooled producer
+    is tried first (it waits out a short outage: CELERY_TASK_PUBLISH_RETRY_POLICY), then a new
+    connection: after Redis restarts, a pooled producer may still hold a channel of the old
+    connection and fail at once (kombu: AttributeError in `_connparams`)."""
+    try:
+        if options:
+            task.apply_async(tuple(args), **options)
+        else:
+            task.delay(*args)
+        return True
+    except Exception:
+        log.info("sending %s through the producer pool failed; trying a new connection", task.name, exc_info=True)
+    try:
+        with task.app.connection_for_write() as connection:
+            task.apply_async(tuple(args), connection=connection, **options)
+        return True
+    except Exception:
+        log.warning("could not send %s%s: the broker is unreachable", task.name, tuple(args), exc_info=True)
+        return False
+
+
 def step_request(run_id: int) -> None:
-    """Queue a step of the run unless one is already queued. Call after commit."""
+    """Queue a step of the run unless one is already queued. Call after commit. Never raises:
+    a step that cannot be queued now is taken by the next `runs_recover`."""
     from workers.tasks import run_step
 
     try:
@@ -30,8 +67,9 @@ def step_request(run_id: int) -> None:
     except Exception:  # the cache is Redis; the broker may still be fine
         log.warning("cache unreachable; queueing a step of run %s anyway", run_id, exc_info=True)
         first = True
-    if first:
-        run_step.delay(run_id)
+    if first and not task_send(run_step, (run_id,)):
+        log.warning("run %s: no step queued; the recovery sweep will step it", run_id)
+        step_started(run_id)  # a mark with no message behind it would hold back the next request
 
 
 def step_started(run_id: int) -> None:
@@ -40,3 +78,45 @@ def step_started(run_id: int) -> None:
         cache.delete(_mark(run_id))
     except Exception:
         log.warning("cache unreachable while starting a step of run %s", run_id, exc_info=True)
+
+
+def runs_quiet(*, quiet_s: float) -> list[int]:
+    """Runs still pending or running whose last event (or creation) is older than `quiet_s`."""
+    since = timezone.now() - timedelta(seconds=quiet_s)
+    last_event = RunEvent.objects.filter(run=OuterRef("pk"), seq=OuterRef("last_seq")).values("created_at")[:1]
+    return list(
+        Run.objects.filter(status__in=[RunStatus.PENDING, RunStatus.RUNNING])
+        .annotate(active_at=Coalesce(Subquery(last_event), "created_at"))
+        .filter(active_at__lt=since)
+        .order_by("pk")
+        .values_list("pk", flat=True)
+    )
+
+
+def runs_recover(*, quiet_s: float | None = None) -> list[int]:
+    """Ask for a step of every quiet run (see runs_quiet; default ORCHESTRA_RECOVERY_INTERVAL_S)
+    and return their ids. A step is idempotent: for a run that is only waiting on a long call
+    it changes nothing; for one whose step or attempts were lost with a message it goes on
+    (the step sends again attempts lost or stale: engine._resend_lost)."""
+    quiet = settings.ORCHESTRA_RECOVERY_INTERVAL_S if quiet_s is None else quiet_s
+    run_ids = runs_quiet(quiet_s=quiet)
+    for run_id in run_ids:
+        step_request(run_id)
+    if run_ids:
+        log.info("recovery: asked for a step of %d quiet run(s): %s", len(run_ids), run_ids[:20])
+    return run_ids
+
+
+def recovery_request() -> bool:
+    """Queue one `workers.runs_recover` per ORCHESTRA_RECOVERY_INTERVAL_S, whichever worker asks
+    first; True if this call queued it. Never raises (the cache or broker may be away)."""
+    from workers.tasks import runs_recover as runs_recover_task
+
+    interval = settings.ORCHESTRA_RECOVERY_INTERVAL_S
+    try:
+        if not cache.add(RECOVERY_MARK, 1, timeout=max(1, interval - 1)):
+            return False
+    except Exception:
+        log.warning("cache unreachable; no recovery sweep for %s s", interval, exc_info=True)
+        return False
+    return task_send(runs_recover_task, ())

@@ -1,5 +1,9 @@
 """Login throttling: failed logins are counted per username and per client address.
 
+Every password check goes through ThrottledModelBackend (AUTHENTICATION_BACKENDS), so the
+API's login and the Django admin's share the counts; POST /api/auth/login also asks
+`login_lockout` first, to answer 429 with Retry-After.
+
 Once a username has ORCHESTRA_LOGIN_MAX_FAILURES failures, or an address
 ORCHESTRA_LOGIN_MAX_FAILURES_PER_IP, within ORCHESTRA_LOGIN_WINDOW_S seconds of its first
 failure, further logins for it are refused until that window ends, without checking the
@@ -13,9 +17,14 @@ from __future__ import annotations
 import hashlib
 import math
 import time
+from typing import Any
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.contrib.auth.backends import ModelBackend
 from django.core.cache import cache
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest
 
 PREFIX = "login-failures"
 
@@ -71,3 +80,30 @@ def login_failures_clear(*, username: str) -> None:
     """Forget a username's failures (after it logged in)."""
     key = _user_key(username)
     cache.delete_many([key, f"{key}:start"])
+
+
+def client_ip(request: HttpRequest | None) -> str:
+    """The address a login came from (REMOTE_ADDR; a proxy in front must set it)."""
+    return (request.META.get("REMOTE_ADDR") or "") if request is not None else ""
+
+
+class ThrottledModelBackend(ModelBackend):
+    """Django's password check, refused while the username or the address is locked out,
+    and counted: a failure adds to both counts, a success clears the username's."""
+
+    def authenticate(
+        self, request: HttpRequest | None, username: str | None = None, password: str | None = None, **kwargs: Any
+    ) -> Any:
+        if username is None:
+            username = kwargs.get(get_user_model().USERNAME_FIELD)
+        if username is None or password is None:
+            return None
+        ip = client_ip(request)
+        if login_lockout(username=username, ip=ip) is not None:
+            raise PermissionDenied  # Django stops here: no backend checks the password
+        user = super().authenticate(request, username=username, password=password, **kwargs)
+        if user is None:
+            login_failure_record(username=username, ip=ip)
+        else:
+            login_failures_clear(username=username)
+        return user

@@ -66,6 +66,9 @@ TEMPLATES = [
     }
 ]
 
+# Django's ModelBackend, with failed logins throttled (the API's and the admin's).
+AUTHENTICATION_BACKENDS = ["studio.services.throttle.ThrottledModelBackend"]
+
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
@@ -134,6 +137,10 @@ CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 600)
 CELERY_TASK_SOFT_TIME_LIMIT = env_int("CELERY_TASK_SOFT_TIME_LIMIT", 540)
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# A message sent while the broker restarts waits for it (up to about 11 s) instead of failing
+# at once (Celery's default gives up after about 1 s). Beyond that, the sender logs the
+# failure and the recovery sweep (ORCHESTRA_RECOVERY_INTERVAL_S) picks the run up.
+CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 8, "interval_start": 0, "interval_step": 0.5, "interval_max": 2}
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 # With acks_late, a task whose worker died is redelivered after this many seconds (Redis broker).
 # Keep it above CELERY_TASK_TIME_LIMIT: a task still running when it passes is delivered twice.
@@ -143,6 +150,10 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("CELERY_VISIBIL
 # timeout): a redelivered message may run it again. A `queued` attempt this old whose
 # message was lost (a step killed between COMMIT and sending) is sent again by the next step.
 ORCHESTRA_ATTEMPT_STALE_S = min(CELERY_TASK_TIME_LIMIT, CELERY_BROKER_TRANSPORT_OPTIONS["visibility_timeout"])
+# Every this many seconds one worker queues `workers.runs_recover`, which steps every run still
+# pending or running that recorded no event for as long: a step whose message was lost while
+# Redis or PostgreSQL was away is taken again, and attempts lost with it are sent again. 0: off.
+ORCHESTRA_RECOVERY_INTERVAL_S = env_int("ORCHESTRA_RECOVERY_INTERVAL_S", 30)
 # Celery's Django fixup closes database connections around every task unless told to reuse
 # them; a new PostgreSQL session per task cost about a third of the throughput (bench/throughput.py).
 CELERY_DB_REUSE_MAX = env_int("CELERY_DB_REUSE_MAX", 1000)
@@ -186,16 +197,28 @@ CSRF_COOKIE_SAMESITE = "Lax"
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "filters": {"skip_health_probe": {"()": "studio.logfilters.SkipHealthProbe"}},
+    "filters": {
+        "skip_health_probe": {"()": "studio.logfilters.SkipHealthProbe"},
+        "redact_secrets": {"()": "studio.logfilters.RedactSecrets"},
+    },
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["skip_health_probe"]}},
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": "plain",
+            "filters": ["skip_health_probe", "redact_secrets"],
+        }
+    },
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
     "loggers": {
         # Django's own default handlers would print every record a second time.
         "django": {"handlers": ["console"], "level": "INFO", "propagate": False},
         "pgserver": {"level": "WARNING"},
-        # litellm logs request details, keys included, at DEBUG.
-        "LiteLLM": {"level": "WARNING"},
+        # litellm logs request details, keys included, at DEBUG; its loggers have their own
+        # handler, so they blank the keys themselves too.
+        "LiteLLM": {"level": "WARNING", "filters": ["redact_secrets"]},
+        "LiteLLM Router": {"filters": ["redact_secrets"]},
+        "LiteLLM Proxy": {"filters": ["redact_secrets"]},
         "httpx": {"level": "WARNING"},
     },
 }
