@@ -10,12 +10,13 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from collections.abc import Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
-from django.db import close_old_connections
+from django.db import InterfaceError, OperationalError, close_old_connections, connection
 
 from orchestrator.envelope import Envelope
 from studio.services.attempts import AttemptWork, attempts_finish, attempts_start
@@ -128,6 +129,27 @@ def _check_back(running: dict[int, float]) -> None:
     execute_attempts.apply_async((sorted(running),), countdown=wait_s)
 
 
+RECORD_PATIENCE_S = 60.0  # how long finished calls wait for the database before the task retries
+
+
+def _record(results: list[tuple[int, Envelope]]) -> list[int]:
+    """attempts_finish, patient with a database that is down or restarting: the calls are
+    made and paid for, so their results wait for it (up to RECORD_PATIENCE_S) rather than
+    the task failing and a redelivery calling the provider again. Recording is idempotent,
+    so a retry after a commit whose answer was lost changes nothing."""
+    deadline, pause = time.monotonic() + RECORD_PATIENCE_S, 0.5
+    while True:
+        try:
+            return attempts_finish(results=results)
+        except (OperationalError, InterfaceError) as error:
+            if time.monotonic() + pause > deadline:
+                raise
+            log.warning("recording %d attempts failed (%s); retrying in %.1f s", len(results), error, pause)
+            connection.close()
+            time.sleep(pause)
+            pause = min(pause * 2, 8.0)
+
+
 def execute_batch(attempt_ids: Sequence[int]) -> int:
     """Claim, run and record a batch of attempts; returns how many were recorded. Idempotent:
     attempts already finished are skipped, each is billed once."""
@@ -141,14 +163,14 @@ def execute_batch(attempt_ids: Sequence[int]) -> int:
     if len(works) == 1 or not any(_waits(work) for work in works):
         # Nothing to overlap: threads would only add switching (replay with no latency
         # cost 2.2 ms of CPU a call on the pool, 0.8 ms inline; bench/throughput.py).
-        return len(attempts_finish(results=[(work.attempt_id, _execute_safely(work)) for work in works]))
+        return len(_record([(work.attempt_id, _execute_safely(work)) for work in works]))
     futures: dict[Future[Envelope], AttemptWork] = {_threads().submit(_execute_in_thread, w): w for w in works}
     pending, recorded = set(futures), 0
     try:
         while pending:
             done, pending = wait(pending, return_when=FIRST_COMPLETED)
-            recorded += len(attempts_finish(results=[(futures[f].attempt_id, f.result()) for f in done]))
+            recorded += len(_record([(futures[f].attempt_id, f.result()) for f in done]))
     except SoftTimeLimitExceeded:
         timeout = Envelope.failure("timeout", "The attempt ran past its time limit.", status="timeout")
-        recorded += len(attempts_finish(results=[(futures[f].attempt_id, timeout) for f in pending]))
+        recorded += len(_record([(futures[f].attempt_id, timeout) for f in pending]))
     return recorded
