@@ -36,3 +36,7 @@ CACHES["default"]["KEY_PREFIX"] = f"orchestra-test-{__import__('uuid').uuid4().h
 # Many tests fail a login on purpose, all from one address; the throttle's own tests set
 # the limits they exercise.
 ORCHESTRA_LOGIN_MAX_FAILURES_PER_IP = 100_000
+
+# No background recovery sweep in the in-process test workers: a sweep landing between two
+# tests would step runs of the next one. Its logic is tested directly (test_scheduling).
+ORCHESTRA_RECOVERY_INTERVAL_S = 0

@@ -28,3 +28,29 @@ def test_an_unreachable_cache_still_queues_the_step(monkeypatch: pytest.MonkeyPa
     step_request(7)
     step_request(7)
     assert queued == [7, 7]
+
+
+@pytest.mark.django_db
+def test_the_recovery_sweep_steps_only_runs_that_went_quiet(monkeypatch: pytest.MonkeyPatch) -> None:
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from studio.models import Run
+    from studio.services.events import run_event_append
+    from studio.services.scheduling import runs_recover
+    from tests.factories import RunFactory
+
+    stepped: list[int] = []
+    monkeypatch.setattr("studio.services.scheduling.step_request", stepped.append)
+    long_ago = timezone.now() - timedelta(minutes=5)
+    quiet = RunFactory(status="running")
+    busy = RunFactory(status="running")
+    ended = RunFactory(status="succeeded")
+    fresh = RunFactory(status="pending")
+    Run.objects.filter(pk__in=[quiet.pk, busy.pk, ended.pk]).update(created_at=long_ago)
+    run_event_append(run_id=busy.pk, type="node.created", payload={})  # an event just now: not quiet
+
+    assert runs_recover(quiet_s=60) == [quiet.pk]
+    assert stepped == [quiet.pk]
+    assert fresh.pk not in runs_recover(quiet_s=60)
