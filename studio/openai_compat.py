@@ -283,7 +283,7 @@ def pool_resolve(ref: int | str | None) -> int:
     if pool is None and isinstance(ref, str) and ref.isdigit():
         pool = pools.filter(pk=int(ref)).first()
     if pool is None:
-        raise OpenAIError(400, f"There is no model pool {ref!r}.", param="pool", code="pool_not_found")
+        raise OpenAIError(400, f"There is no model pool {str(ref)[:100]!r}.", param="pool", code="pool_not_found")
     return pool.pk
 
 
