@@ -7,6 +7,7 @@ import { CartesianGrid, ResponsiveContainer, Scatter, ScatterChart, Tooltip, XAx
 
 import { api, type Page } from "../api/client";
 import type { Evaluation, EvaluationDetail, EvaluationOptions } from "../api/types";
+import { ACTIVE, SeedField } from "../components/JobForm";
 import { Empty, ErrorText, Loading } from "../components/States";
 import { pct, when } from "../lib/format";
 import {
@@ -25,7 +26,6 @@ import {
 } from "../lib/pareto";
 import "./Evaluation.css";
 
-const ACTIVE = new Set(["queued", "running"]);
 const PALETTE: Record<string, string> = {
   learned: "#3559d6",
   random: "#a0aec0",
@@ -132,10 +132,7 @@ function StartForm({ onStarted }: { onStarted: (id: number) => void }) {
             ))}
           </select>
         </label>
-        <label>
-          Seed
-          <input type="number" min={0} step={1} value={seed} onChange={(e) => setSeed(Math.max(0, Number(e.target.value) || 0))} />
-        </label>
+        <SeedField seed={seed} setSeed={setSeed} />
         <button type="submit" className="primary" data-testid="start-evaluation" disabled={start.isPending}>
           {start.isPending ? "Starting…" : "Start evaluation"}
         </button>

@@ -7,6 +7,7 @@ import { CartesianGrid, Legend, Line, LineChart, ResponsiveContainer, Tooltip, X
 
 import { api, type Page } from "../api/client";
 import type { Checkpoint, EvaluationOptions, TrainingJob, TrainingJobDetail } from "../api/types";
+import { ACTIVE, SeedField } from "../components/JobForm";
 import { Empty, ErrorText, Loading } from "../components/States";
 import { pct, when } from "../lib/format";
 import { curveKeys, extendHistory, watchTrainingJob, type CurvePoint, type TrainingProgress } from "../lib/trainingSocket";
@@ -14,7 +15,6 @@ import "./Training.css";
 
 type Kind = "policy" | "reward_model";
 type Size = "quick" | "full";
-const ACTIVE = new Set(["queued", "running"]);
 const KIND_LABEL: Record<string, string> = { policy: "Policy", reward_model: "Reward model" };
 
 // "quick": Reflexion's 601 items and small trainer sizes: a policy in about 8 s, a reward
@@ -142,10 +142,7 @@ function StartForm({ onStarted }: { onStarted: (id: number) => void }) {
             <option value="full">Full</option>
           </select>
         </label>
-        <label>
-          Seed
-          <input type="number" min={0} step={1} value={seed} onChange={(e) => setSeed(Math.max(0, Number(e.target.value) || 0))} />
-        </label>
+        <SeedField seed={seed} setSeed={setSeed} />
         <button type="submit" className="primary" data-testid="start-training" disabled={start.isPending}>
           {start.isPending ? "Starting…" : "Start training"}
         </button>
