@@ -32,7 +32,7 @@ from tqdm import tqdm
 
 from orchestrator.baselines import BASELINES
 from orchestrator.routing import metrics
-from orchestrator.routing.methods import Method, NotApplicable
+from orchestrator.routing.methods import Method, NotApplicable, knob_label
 from orchestrator.routing.table import OutcomeTable, default_prices, load_table, probe_split, split_table
 
 LEARNED = "learned"
@@ -232,13 +232,14 @@ def format_table(results: list[MethodResult], domains: list[str]) -> str:
             continue
         sweep = result.points if result.name == LEARNED and len(result.points) > 1 else []
         for point in sweep:
+            label = "" if point.knob is None else knob_label(point.knob)
             rows.append(
-                [f"  {result.name} λ={point.knob:g}", _fmt(point.macro_acc, ".3f")]
+                [f"  {result.name} {label}", _fmt(point.macro_acc, ".3f")]
                 + [_fmt(point.per_domain.get(d), ".3f") for d in domains]
                 + [_fmt(point.cost_per_query, ".2e"), "", "", "", ""]
             )
         best = result.headline
-        knob = "" if best.knob is None else f" (best @ {best.knob:g})"
+        knob = "" if best.knob is None else f" (best @ {knob_label(best.knob)})"
         rows.append(
             [result.name + knob, _fmt(best.macro_acc, ".3f")]
             + [_fmt(best.per_domain.get(d), ".3f") for d in domains]

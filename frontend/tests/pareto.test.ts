@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 
 import {
   accuracyDomain,
+  formatKnob,
   logDomain,
   logTicks,
   metricsRows,
@@ -87,5 +88,13 @@ describe("tables", () => {
     expect(usdPerQuery(3.41e-5)).toBe("$3.41e-5");
     expect(usdPerQuery(0.05)).toBe("$0.050");
     expect(usdPerQuery(null)).toBe("–");
+  });
+});
+
+describe("formatKnob", () => {
+  it("names the learned policy's cascade points and leaves other knobs plain", () => {
+    expect(formatKnob("learned", 0.05)).toBe("λ = 0.05");
+    expect(formatKnob("learned", 100.05)).toBe("λ = 0.05 + cascade");
+    expect(formatKnob("cascade", 0.7)).toBe("τ = 0.7");
   });
 });

@@ -21,20 +21,24 @@ from typing import Any
 import numpy as np
 import torch
 
+from orchestrator.learning.cascade import fit_gate, plan_cascade, run_cascade
 from orchestrator.learning.dataset import Embedder, PoolContext, default_embedder, encode, make_context
 from orchestrator.learning.episode import EpisodeBatch, rollout
 from orchestrator.learning.features import answer_key, response_surface
 from orchestrator.learning.model import PolicyConfig, PolicyNet
 from orchestrator.learning.rl import RLConfig, evaluate_reward, train_rl
 from orchestrator.learning.sft import ExtraTrajectories, SFTConfig, extra_from_records, train_sft
-from orchestrator.routing.methods import Routes, executed_response
+from orchestrator.routing.methods import CASCADE_OFFSET, Routes, executed_response
 from orchestrator.routing.table import OutcomeTable, load_prices
 
 # λ prices cost in units of the pool's most expensive pair: 0 = accuracy only, 2 = cost dominates.
 DEFAULT_KNOBS = (
     *(0.0, 0.005, 0.01, 0.015, 0.02, 0.025, 0.03, 0.035, 0.04, 0.045, 0.05, 0.057, 0.065, 0.072, 0.08, 0.09),
-    *(0.1, 0.11, 0.12, 0.135, 0.15, 0.175, 0.2, 0.25, 0.3, 0.35, 0.42, 0.5, 0.6, 0.7, 0.85, 1.0, 1.4, 2.0),
+    *(0.1, 0.11, 0.12, 0.135, 0.15, 0.175, 0.2, 0.25, 0.3, 0.35, 0.42, 0.5, 0.6, 0.7, 0.85, 1.0, 1.4, 2.0, 3.0, 5.0),
 )
+
+# λ values at which the frontier also has an agreement-cascade point (`learning.cascade`).
+CASCADE_KNOBS = (0.01, 0.02, 0.035, 0.05, 0.08, 0.12, 0.2, 0.35, 0.5)
 
 
 @dataclass(frozen=True)
@@ -45,6 +49,7 @@ class LearnedConfig:
     sft: SFTConfig = field(default_factory=SFTConfig)  # supervised stage
     rl: RLConfig = field(default_factory=RLConfig)  # GRPO stage
     knobs: tuple[float, ...] = DEFAULT_KNOBS  # λ values swept for the frontier
+    cascade_knobs: tuple[float, ...] = CASCADE_KNOBS  # λ values also run as an agreement cascade
     prices: str | None = None  # a prices.json for the price features (else derived from calibration)
     threads: int = 1  # torch CPU threads (small MLPs: more threads mostly contend)
 
@@ -58,6 +63,7 @@ class LearnedConfig:
             sft=replace(base.sft, **config.get("sft", {})),
             rl=replace(base.rl, **config.get("rl", {})),
             knobs=tuple(float(k) for k in config.get("knobs", base.knobs)),
+            cascade_knobs=tuple(float(k) for k in config.get("cascade_knobs", base.cascade_knobs)),
             prices=config.get("prices", base.prices),
             threads=int(config.get("threads", base.threads)),
         )
@@ -79,13 +85,15 @@ class LearnedMethod:
         extra_trajectories: list[dict[str, Any]] | None = None,
     ) -> None:
         self.config = LearnedConfig.from_mapping(config)
-        self.knobs = self.config.knobs
+        self.knobs = self.config.knobs + tuple(CASCADE_OFFSET + k for k in self.config.cascade_knobs)
         self.embedder = embedder or default_embedder
         self.extra_records = extra_trajectories or []
         self.net: PolicyNet | None = None
         self.context: PoolContext | None = None
         self.metrics: dict[str, float] = {}
         self._embedded: dict[int, np.ndarray] = {}
+        self._train: tuple[OutcomeTable, EpisodeBatch] | None = None  # for the cascade's gate
+        self._gates: dict[float, dict[str, tuple[int, int]]] = {}
 
     def _embed(self, table: OutcomeTable) -> np.ndarray:
         key = hash(tuple(table.prompts))
@@ -110,14 +118,39 @@ class LearnedMethod:
             extra = extra_from_records(self.extra_records, train.item_ids, train.pairs)
         self.metrics = fit_policy(net, batch, self.config, seed=seed, extra=extra)
         self.net = net
+        self._train, self._gates = (train, batch), {}
         self.context = context if probe is None else make_context(probe, self._embed(probe), self._prices())
 
     def route(self, test: OutcomeTable, *, knob: float | None = None) -> Routes:
         if self.net is None or self.context is None:
             raise RuntimeError("fit the method before routing")
-        lam = float(knob if knob is not None else self.knobs[len(self.knobs) // 2])
+        lam = float(knob if knob is not None else self.config.knobs[len(self.config.knobs) // 2])
         batch = encode(test, self._embed(test), self.context, with_outcomes=False)
+        if lam >= CASCADE_OFFSET:
+            return self._route_cascade(batch, test, lam - CASCADE_OFFSET)
         return route_batch(self.net, batch, test, lam, max_steps=self.config.sft.max_steps)
+
+    def _route_cascade(self, batch: EpisodeBatch, test: OutcomeTable, lam: float) -> Routes:
+        """The agreement cascade at λ, on in the benchmarks where it paid on the training items."""
+        assert self.net is not None and self._train is not None
+        steps = self.config.sft.max_steps
+        if lam not in self._gates:
+            train, train_batch = self._train
+            assert train_batch.score is not None and train_batch.cost is not None
+            self._gates[lam] = fit_gate(
+                plan_cascade(self.net, train_batch, lam, steps),
+                train.benchmarks,
+                train_batch.score.double().numpy(),
+                train_batch.cost.double().numpy(),
+                lambda i, j: answer_key(train.responses[i][j]),
+                lam,
+            )
+        gate = self._gates[lam]
+        choice = [gate.get(b, (0, 0)) for b in test.benchmarks]
+        executed, final = run_cascade(
+            plan_cascade(self.net, batch, lam, steps), choice, lambda i, j: answer_key(executed_response(test, i, j))
+        )
+        return Routes(executed=executed, final=final)
 
 
 def fit_policy(

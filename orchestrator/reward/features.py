@@ -38,6 +38,11 @@ PLAN_DIM = PAIR_DIM + SHAPE_DIM
 ACC, KNN, COST = STATIC_DIM, STATIC_DIM + 1, STATIC_DIM + 7  # indices in a pair descriptor
 
 
+def plan_cost(plans: torch.Tensor) -> torch.Tensor:
+    """[B, PLAN_DIM] -> [B]: a plan's estimated cost / cost_ref, read back from its shape features."""
+    return torch.expm1(plans[:, PAIR_DIM + 4] * 3) / 10
+
+
 def single_plan_features(pair_feats: np.ndarray) -> np.ndarray:
     """float32 [n, p, PLAN_DIM]: the one-node plan of every pair, from pair descriptors [n, p, PAIR_DIM]."""
     n, p, _ = pair_feats.shape

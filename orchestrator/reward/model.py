@@ -5,6 +5,7 @@ Shapes: B plans, T task features (embedding + domain one-hot), D = PLAN_DIM.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -12,15 +13,23 @@ from typing import Any
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from orchestrator.learning.dataset import PoolContext
 from orchestrator.learning.features import TASK_EXTRA, PairInfo, task_features
 from orchestrator.learning.model import LAMBDA_DIM, lambda_features
-from orchestrator.reward.features import PLAN_DIM, calibration_from_payload, calibration_payload, plan_features
+from orchestrator.reward.features import (
+    PLAN_DIM,
+    calibration_from_payload,
+    calibration_payload,
+    plan_cost,
+    plan_features,
+)
 from orchestrator.reward.plans import Plan
 
 KIND = "orchestra-reward-model"
+COST_SCALE_INIT = 4.0  # β before it is fitted: near p = 0.5 a reward logit moves about 4x a probability
 
 
 @dataclass(frozen=True)
@@ -30,6 +39,11 @@ class RewardConfig:
     embedding_dim: int = 384  # width of the task text embedding (MiniLM)
     hidden: int = 64  # width of the hidden layers (small: per-task signal is weak, a wide net memorizes tasks)
     dropout: float = 0.2  # dropout inside the MLP (training only)
+    # Separable: reward = accuracy score(task, plan) - β·λ·estimated cost, with β ≥ 0 learned
+    # (`train.train_reward` fits the score on accuracy pairs, then β on every pair). λ moves
+    # only the cost term, so cost pairs cannot bend the accuracy ranking. False: one MLP
+    # over (task, plan, λ), as checkpoints saved before this option were trained.
+    separable: bool = True
 
 
 class RewardNet(nn.Module):  # type: ignore[misc]  # torch is not type-checked (pyproject)
@@ -39,19 +53,32 @@ class RewardNet(nn.Module):  # type: ignore[misc]  # torch is not type-checked (
         h = config.hidden
         self.task_proj = nn.Sequential(nn.Linear(config.embedding_dim + TASK_EXTRA, h), nn.GELU())
         self.head = nn.Sequential(
-            nn.Linear(h + PLAN_DIM + LAMBDA_DIM, h),
+            nn.Linear(h + PLAN_DIM + (0 if config.separable else LAMBDA_DIM), h),
             nn.GELU(),
             nn.Dropout(config.dropout),
             nn.Linear(h, h),
             nn.GELU(),
             nn.Linear(h, 1),
         )
+        if config.separable:  # β = softplus(cost_scale)
+            self.cost_scale = nn.Parameter(torch.tensor(math.log(math.expm1(COST_SCALE_INIT))))
 
     def forward(self, task: torch.Tensor, plan: torch.Tensor, lam: torch.Tensor) -> torch.Tensor:
         """task [B, T], plan [B, D], cost preference lam [B] -> [B] reward."""
+        if self.config.separable:
+            return self.accuracy(task, plan) - self.cost_weight() * lam * plan_cost(plan)
         joint = torch.cat([self.task_proj(task), plan, lambda_features(lam)], dim=-1)
         out: torch.Tensor = self.head(joint).squeeze(-1)
         return out
+
+    def accuracy(self, task: torch.Tensor, plan: torch.Tensor) -> torch.Tensor:
+        """[B]: the separable model's accuracy score (its reward at λ = 0)."""
+        out: torch.Tensor = self.head(torch.cat([self.task_proj(task), plan], dim=-1)).squeeze(-1)
+        return out
+
+    def cost_weight(self) -> torch.Tensor:
+        """β: how many reward units one unit of λ·cost takes away (separable model)."""
+        return F.softplus(self.cost_scale)
 
 
 def save_reward_model(path: str | Path, net: RewardNet, context: PoolContext, *, extra: dict[str, Any]) -> None:
@@ -81,7 +108,8 @@ class RewardModel:
         payload: dict[str, Any] = torch.load(path, map_location="cpu", weights_only=True)
         if payload.get("kind") != KIND:
             raise ValueError(f"{path} is not an OrchRM checkpoint")
-        net = RewardNet(RewardConfig(**payload.pop("config")))
+        config = {"separable": False, **payload.pop("config")}  # saved before the option existed
+        net = RewardNet(RewardConfig(**config))
         net.load_state_dict(payload.pop("state_dict"))
         pool = payload.pop("pool")
         context = PoolContext(

@@ -33,10 +33,10 @@ GAP = 0.25  # a correct-over-incorrect winner beats the loser's score by at leas
 class PairConfig:
     """How pairs are drawn from a table."""
 
-    per_item: int = 6  # at most this many pairs of each source per item (all of them when 0)
+    per_item: int = 0  # at most this many pairs of each source per item (all of them when 0)
     cost_ratio: float = 1.5  # cheaper_correct: the loser costs at least this many times the winner
     near_duplicate: float = 0.995  # cosine at or above which two prompts count as the same item
-    max_pairs: int = 20_000  # total after balancing (0 = no limit)
+    max_pairs: int = 100_000  # total after balancing (0 = no limit)
     sources: tuple[str, ...] = SOURCES  # the kinds to build
 
 

@@ -19,6 +19,18 @@ from typing import Protocol
 
 from orchestrator.routing.table import OutcomeTable
 
+# A method may offer two kinds of operating point on one knob axis: a knob at or above this
+# offset means "the same trade-off, knob - CASCADE_OFFSET, run as a cascade" (the learned
+# policy's agreement cascade). `knob_label` writes either kind for people.
+CASCADE_OFFSET = 100.0
+
+
+def knob_label(knob: float) -> str:
+    """λ=0.05, or λ=0.05+cascade for a cascade knob."""
+    if knob >= CASCADE_OFFSET:
+        return f"λ={knob - CASCADE_OFFSET:g}+cascade"
+    return f"λ={knob:g}"
+
 
 @dataclass(frozen=True)
 class Routes:

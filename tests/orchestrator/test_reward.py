@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from orchestrator.learning.dataset import make_context
+from orchestrator.learning.features import PAIR_DIM
 from orchestrator.reward.bestofn import evaluate_lines, select_matched
 from orchestrator.reward.features import PLAN_DIM, plan_features, table_plan_features
 from orchestrator.reward.model import RewardConfig, RewardModel, RewardNet, save_reward_model
@@ -21,7 +22,7 @@ from orchestrator.reward.pairs import (
     specialized_over_base,
 )
 from orchestrator.reward.plans import Plan, PlanError, plan_from_dict
-from orchestrator.reward.train import PairTensors, RMTrainConfig, bt_loss, pair_metrics, train_reward
+from orchestrator.reward.train import PairTensors, RMTrainConfig, bt_loss, pair_metrics, rewards, train_reward
 from orchestrator.routing.table import OutcomeTable
 from tests.orchestrator.synthetic_outcomes import synthetic_table
 
@@ -203,3 +204,61 @@ def test_best_of_n_lines_on_a_hand_made_table() -> None:
     # Matched to n1's estimated cost (7/3): item 0 can no longer afford column 2 at a high penalty.
     chosen = select_matched(reward, est, target=7 / 3)
     assert est[[0, 1], chosen].mean() <= 7 / 3 + 1e-9
+
+
+def cost_toy_pairs(n: int, seed: int) -> PairTensors:
+    """Accuracy pairs: the winner has the larger first feature, whatever it costs. Cost pairs:
+    the same first feature, the winner cheaper (they hold for λ in [0.2, 1])."""
+    gen = torch.Generator().manual_seed(seed)
+    half = n // 2
+    a, b = torch.randn(n, PLAN_DIM, generator=gen), torch.randn(n, PLAN_DIM, generator=gen)
+    cost_a, cost_b = torch.rand(n, generator=gen), torch.rand(n, generator=gen)  # / cost_ref
+    b[half:, 0] = a[half:, 0]
+    a_wins = torch.cat([a[:half, 0] > b[:half, 0], cost_a[half:] < cost_b[half:]])
+    a[:, PAIR_DIM + 4] = torch.log1p(cost_a * 10) / 3
+    b[:, PAIR_DIM + 4] = torch.log1p(cost_b * 10) / 3
+    win = torch.where(a_wins.unsqueeze(1), a, b)
+    lose = torch.where(a_wins.unsqueeze(1), b, a)
+    source = np.array(["correct_over_incorrect"] * half + ["cheaper_correct"] * (n - half))
+    cheaper = torch.from_numpy(source == "cheaper_correct")
+    return PairTensors(
+        task=torch.randn(n, 384 + 8, generator=gen),
+        win=win,
+        lose=lose,
+        source=source,
+        group=np.arange(n),
+        lam_lo=torch.where(cheaper, 0.2, 0.0),
+        lam_hi=torch.where(cheaper, 1.0, 0.05),  # a dearer right answer stops winning at small λ
+    )
+
+
+def test_the_separable_model_ranks_by_accuracy_at_zero_and_trades_cost_as_lambda_grows() -> None:
+    net = RewardNet(RewardConfig(hidden=16, dropout=0.0))
+    assert net.config.separable
+    metrics = train_reward(
+        net, cost_toy_pairs(3000, seed=0), RMTrainConfig(epochs=6, batch_size=128, lr=5e-3, threads=1)
+    )
+    assert metrics["cost/beta"] > 0
+    held_out = cost_toy_pairs(600, seed=1)
+    accuracy_pairs = held_out.take(np.flatnonzero(held_out.source == "correct_over_incorrect"))
+    cost_pairs = held_out.take(np.flatnonzero(held_out.source == "cheaper_correct"))
+    assert pair_metrics(net, accuracy_pairs, "a")["a/accuracy"] > 0.9  # judged at λ = 0
+    r_win, r_lose = rewards(net, cost_pairs, lam=1.0)
+    assert float(((r_win - r_lose) > 0).float().mean()) > 0.9  # at a high λ the cheaper plan wins
+    with torch.no_grad():  # at λ = 0 the reward is the accuracy score: cost plays no part
+        zero = net(held_out.task, held_out.win, torch.zeros(len(held_out)))
+        assert torch.equal(zero, net.accuracy(held_out.task, held_out.win))
+
+
+def test_a_checkpoint_of_the_joint_model_saved_before_the_separable_option_still_loads(tmp_path) -> None:
+    table, emb = synthetic_table(n=60, seed=0)
+    context = make_context(table, emb)
+    net = RewardNet(RewardConfig(hidden=8, separable=False))
+    path = tmp_path / "old.pt"
+    save_reward_model(path, net, context, extra={"metrics": {}, "lineage": {}})
+    payload = torch.load(path, weights_only=True)
+    del payload["config"]["separable"]  # as written before the option existed
+    torch.save(payload, path)
+    model = RewardModel.load(path)
+    assert not model.net.config.separable
+    assert np.isfinite(model.score(emb[:1], ["math"], [Plan.single("gpt-4", "direct")], lam=0.3)).all()

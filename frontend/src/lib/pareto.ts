@@ -63,6 +63,17 @@ export function knobName(method: string): string {
   return ["learned", "knn", "mf"].includes(method) ? "λ" : "knob";
 }
 
+/** The learned policy's knobs at or above this offset are its agreement-cascade points (orchestrator/routing/methods.py). */
+export const CASCADE_OFFSET = 100;
+
+/** A knob as people read it: "λ = 0.05", or "λ = 0.05 + cascade" for the learned policy's cascade points. */
+export function formatKnob(method: string, knob: number): string {
+  if (method === "learned" && knob >= CASCADE_OFFSET) {
+    return `λ = ${Number((knob - CASCADE_OFFSET).toFixed(6))} + cascade`;
+  }
+  return `${knobName(method)} = ${knob}`;
+}
+
 /** One series per method that applies, the learned policy first. */
 export function paretoSeries(report: EvaluationReport): ParetoSeries[] {
   const series: ParetoSeries[] = [];

@@ -12,7 +12,7 @@ import { Empty, ErrorText, Loading } from "../components/States";
 import { pct, when } from "../lib/format";
 import {
   accuracyDomain,
-  knobName,
+  formatKnob,
   LEARNED,
   logDomain,
   logTicks,
@@ -229,7 +229,7 @@ function PointTip({ active, payload }: { active?: boolean; payload?: { payload: 
       {p.knob !== null && (
         <span>
           {" "}
-          {knobName(p.method)} = {p.knob}
+          {formatKnob(p.method, p.knob)}
         </span>
       )}
       <div>
@@ -369,7 +369,7 @@ function MetricsTable({ report }: { report: EvaluationReport }) {
                   {r.bestKnob !== null && (
                     <span className="muted small">
                       {" "}
-                      best @ {knobName(r.method)} = {r.bestKnob}
+                      best @ {formatKnob(r.method, r.bestKnob)}
                     </span>
                   )}
                 </th>
