@@ -26,6 +26,7 @@ import argparse
 import itertools
 import sys
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -124,7 +125,9 @@ def pairwise_bound(seed: int) -> None:
         out = np.empty((len(wanted), source.n_pairs))
         for g in set(wanted):
             rows = labels == g
-            mean = np.nanmean(source.score[rows], axis=0) if rows.any() else overall
+            with warnings.catch_warnings():  # a pair never recorded in the group: its mean is NaN, replaced below
+                warnings.simplefilter("ignore", RuntimeWarning)
+                mean = np.nanmean(source.score[rows], axis=0) if rows.any() else overall
             out[np.asarray(wanted) == g] = np.where(np.isnan(mean), overall, mean)
         return out
 

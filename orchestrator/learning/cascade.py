@@ -2,7 +2,8 @@
 
 At a cost preference λ the policy ranks the pairs for an item. The cascade calls its first
 pair and a second opinion (its 2nd, 3rd or 4th); when their answers agree it keeps the
-first, otherwise it escalates: it calls the pair the policy ranks first at λ = 0
+first, otherwise it escalates (at once, with no second opinion, when the first answer has
+no comparable form): it calls the pair the policy ranks first at λ = 0
 (accuracy only), or the pair of highest estimated accuracy on this item (the calibration's
 per-item estimate), and keeps that one. Every call is paid.
 
@@ -94,8 +95,13 @@ def run_cascade(plan: CascadePlan, choice: Sequence[Choice], answer: Answer) -> 
             executed.append((a,))
             final.append(a)
             continue
-        key_a, key_b = answer(i, a), answer(i, b)
-        if key_a is not None and key_a == key_b:
+        key_a = answer(i, a)
+        if key_a is None:  # nothing to compare a second opinion with: escalate at once
+            executed.append((a, e))
+            final.append(e)
+            continue
+        key_b = answer(i, b)
+        if key_a == key_b:
             executed.append((a, b))
             final.append(a)
         elif e == b:

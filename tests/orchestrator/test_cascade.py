@@ -20,7 +20,7 @@ ANSWERS = {
     (1, 2): "A",  # item 1: they disagree, escalate to pair 0
     (2, 0): "A",
     (2, 1): None,
-    (2, 2): None,  # item 2: no comparable answer, escalate
+    (2, 2): "A",  # item 2: the first answer cannot be compared, escalate with no second opinion
 }
 
 
@@ -33,7 +33,7 @@ def test_agreement_keeps_the_first_answer_and_disagreement_escalates() -> None:
     plan = _plan([[1, 2, 0, -1]] * 4, [0, 0, 0, 0])
     answer = {**ANSWERS, (3, 1): "B", (3, 2): "A"}
     executed, final = run_cascade(plan, [(1, 0), (1, 0), (1, 0), (0, 0)], lambda i, j: answer[(i, j)])
-    assert executed == [(1, 2), (1, 2, 0), (1, 2, 0), (1,)]
+    assert executed == [(1, 2), (1, 2, 0), (1, 0), (1,)]
     assert final == [1, 0, 0, 1]  # the item without a cascade calls its first pair only
 
 
