@@ -204,7 +204,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(
         f"training time: {metrics['time/train_s']:.1f}s on {config.train.threads} CPU threads "
         f"(total {metrics['time/total_s']:.1f}s, embedding {metrics['time/embed_s']:.1f}s, "
-        f"pairs {metrics['time/pairs_s']:.1f}s)"
+        f"pool calibration and pairs {metrics['time/pairs_s']:.1f}s)"
     )
     for key in sorted(metrics):
         if key.startswith(("loss/", "train/")):
