@@ -17,7 +17,12 @@ from workers import evaluation, tasks
 
 pytestmark = pytest.mark.django_db
 
-TINY_LEARNED = {"sft": {"reliability_epochs": 1, "epochs": 1}, "rl": {"iterations": 0}, "knobs": [0.0, 1.0]}
+TINY_LEARNED = {
+    "sft": {"reliability_epochs": 1, "epochs": 1},
+    "rl": {"iterations": 0},
+    "knobs": [0.0, 1.0],
+    "cascade_knobs": [0.5],
+}
 
 
 def fake_embed(
@@ -61,7 +66,7 @@ def test_a_small_evaluation_runs_to_its_report(data_dir: Path, monkeypatch: pyte
     report = run.report
     assert report["items"] == 80 and report["train_items"] == 300
     assert "capped at 300 train and 80 test items" in report["split"]
-    assert len(report["methods"]["learned"]["points"]) == 2  # one per λ
+    assert len(report["methods"]["learned"]["points"]) == 3  # one per λ, and one for the cascade at λ = 0.5
     assert report["methods"]["oracle"]["macro_acc"] >= report["methods"]["cheapest"]["macro_acc"]
     assert "not_applicable" in report["methods"]["always_decompose"]
     assert [m for _, m in seen][1:6] == [f"fitting {name} ({i} of 5)" for i, name in enumerate(
