@@ -12,7 +12,6 @@ Shapes: n tasks, p pool pairs, m plans, D = PLAN_DIM.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -36,11 +35,18 @@ from orchestrator.reward.plans import Plan
 SHAPE_DIM = 5  # weakest node's accuracy, nodes / 8, depth / 4, decomposes, log estimated cost
 PLAN_DIM = PAIR_DIM + SHAPE_DIM
 ACC, KNN, COST = STATIC_DIM, STATIC_DIM + 1, STATIC_DIM + 7  # indices in a pair descriptor
+PLAN_COST = PAIR_DIM + 4  # index of the plan's encoded estimated cost
+
+
+def encode_cost(cost: np.ndarray) -> np.ndarray:
+    """The plan-cost feature: log1p(10·cost) / 3, cost in units of cost_ref (negatives read as 0)."""
+    encoded: np.ndarray = np.log1p(np.maximum(cost, 0.0) * 10) / 3
+    return encoded
 
 
 def plan_cost(plans: torch.Tensor) -> torch.Tensor:
-    """[B, PLAN_DIM] -> [B]: a plan's estimated cost / cost_ref, read back from its shape features."""
-    return torch.expm1(plans[:, PAIR_DIM + 4] * 3) / 10
+    """[B, PLAN_DIM] -> [B]: a plan's estimated cost / cost_ref, the inverse of `encode_cost`."""
+    return torch.expm1(plans[:, PLAN_COST] * 3) / 10
 
 
 def single_plan_features(pair_feats: np.ndarray) -> np.ndarray:
@@ -53,7 +59,7 @@ def single_plan_features(pair_feats: np.ndarray) -> np.ndarray:
             np.full((n, p), 1 / 8),
             np.full((n, p), 1 / 4),
             np.zeros((n, p)),
-            np.log1p(np.maximum(cost, 0.0) * 10) / 3,
+            encode_cost(cost),
         ],
         axis=-1,
     )
@@ -118,7 +124,7 @@ def plan_features(
             min(len(plan.nodes), 64) / 8,
             min(plan.depth(), 16) / 4,
             float(plan.decompose),
-            math.log1p(max(total, 0.0) * 10) / 3,
+            float(encode_cost(np.asarray(total))),
         ]
     return out
 

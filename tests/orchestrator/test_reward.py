@@ -7,9 +7,8 @@ import pytest
 import torch
 
 from orchestrator.learning.dataset import make_context
-from orchestrator.learning.features import PAIR_DIM
 from orchestrator.reward.bestofn import evaluate_lines, select_matched
-from orchestrator.reward.features import PLAN_DIM, plan_features, table_plan_features
+from orchestrator.reward.features import PLAN_COST, PLAN_DIM, encode_cost, plan_cost, plan_features, table_plan_features
 from orchestrator.reward.model import RewardConfig, RewardModel, RewardNet, save_reward_model
 from orchestrator.reward.pairs import (
     PairConfig,
@@ -215,8 +214,8 @@ def cost_toy_pairs(n: int, seed: int) -> PairTensors:
     cost_a, cost_b = torch.rand(n, generator=gen), torch.rand(n, generator=gen)  # / cost_ref
     b[half:, 0] = a[half:, 0]
     a_wins = torch.cat([a[:half, 0] > b[:half, 0], cost_a[half:] < cost_b[half:]])
-    a[:, PAIR_DIM + 4] = torch.log1p(cost_a * 10) / 3
-    b[:, PAIR_DIM + 4] = torch.log1p(cost_b * 10) / 3
+    a[:, PLAN_COST] = torch.from_numpy(encode_cost(cost_a.numpy()))
+    b[:, PLAN_COST] = torch.from_numpy(encode_cost(cost_b.numpy()))
     win = torch.where(a_wins.unsqueeze(1), a, b)
     lose = torch.where(a_wins.unsqueeze(1), b, a)
     source = np.array(["correct_over_incorrect"] * half + ["cheaper_correct"] * (n - half))
@@ -230,6 +229,13 @@ def cost_toy_pairs(n: int, seed: int) -> PairTensors:
         lam_lo=torch.where(cheaper, 0.2, 0.0),
         lam_hi=torch.where(cheaper, 1.0, 0.05),  # a dearer right answer stops winning at small λ
     )
+
+
+def test_the_plan_cost_feature_decodes_to_the_cost_it_encodes() -> None:
+    cost = np.array([0.0, 0.003, 0.5, 2.0], dtype=np.float32)
+    plans = np.zeros((4, PLAN_DIM), dtype=np.float32)
+    plans[:, PLAN_COST] = encode_cost(cost)
+    assert np.allclose(plan_cost(torch.from_numpy(plans)).numpy(), cost, atol=1e-5)
 
 
 def test_the_separable_model_ranks_by_accuracy_at_zero_and_trades_cost_as_lambda_grows() -> None:
