@@ -102,6 +102,7 @@ def pairwise_bound(seed: int) -> None:
     from orchestrator.learning.features import item_accuracy, task_features
     from orchestrator.outcomes import DOMAINS
     from orchestrator.reward.pairs import correct_over_incorrect
+    from orchestrator.reward.prior import logit, table_prior
 
     table = load_table([DATA / "routerbench.jsonl.gz", DATA / "llmrouter.jsonl.gz"])
     table = table.rows(np.flatnonzero(table.available().any(axis=1)))
@@ -151,6 +152,12 @@ def pairwise_bound(seed: int) -> None:
         if len(set(y.tolist())) == 2:
             predicted[:, j] = LogisticRegression(C=0.3, max_iter=500).fit(x_tr[known], y).predict_proba(x_te)[:, 1]
     report("per-pair logistic regression on the embedding", predicted)
+    prior = table_prior(train, emb_tr, seed=seed)
+    assert prior is not None
+    estimate = prior.predict(x_te)
+    report("OrchRM's accuracy prior (reward.prior)", estimate)
+    feature = item_accuracy(calib, emb_te, test.domains, calib.domain_acc[dom], exclude_self=False)
+    report("logit mean of that prior and the policy's per-item feature", logit(estimate) + logit(feature))
 
 
 def main() -> int:

@@ -37,6 +37,7 @@ from orchestrator.reward.bestofn import LINES, evaluate_lines
 from orchestrator.reward.features import table_plan_features
 from orchestrator.reward.model import RewardNet
 from orchestrator.reward.pairs import cheaper_correct, concat, correct_over_incorrect, node_level
+from orchestrator.reward.prior import table_prior
 from orchestrator.reward.train import pair_metrics, table_tensors, train_reward
 from orchestrator.routing.table import OutcomeTable, default_prices, load_table, split_table
 from orchestrator.train_rm import RMConfig, table_pair_data
@@ -107,12 +108,13 @@ def run_seed(
     cost_ref = context.calibration.cost_ref
 
     start = time.perf_counter()
-    data = table_pair_data(train, emb_tr, context, rm_config.pairs, seed=seed)
+    prior = table_prior(train, emb_tr, seed=seed) if rm_config.model.accuracy_prior else None
+    data = table_pair_data(train, emb_tr, context, rm_config.pairs, seed=seed, prior=prior)
     net = RewardNet(rm_config.model)
     fit = train_reward(net, data, replace(rm_config.train, seed=seed))
     rm_s = time.perf_counter() - start
     task_te = task_features(emb_te, test.domains)
-    plans_te = table_plan_features(context, emb_te, test.domains)
+    plans_te = table_plan_features(context, emb_te, test.domains, prior=prior)
     pairs = held_out_pairs(net, test, task_te, plans_te, np.nan_to_num(test.cost) / cost_ref)
 
     start = time.perf_counter()

@@ -31,6 +31,7 @@ from orchestrator.reward.features import plan_features, table_plan_features
 from orchestrator.reward.jsonl import PreferenceFormatError, PreferenceRecord, read_preferences
 from orchestrator.reward.model import RewardConfig, RewardNet, save_reward_model
 from orchestrator.reward.pairs import PairConfig, build_pairs
+from orchestrator.reward.prior import AccuracyPrior, table_prior
 from orchestrator.reward.train import LAM_MAX, PairTensors, RMTrainConfig, table_tensors, train_reward
 from orchestrator.routing.table import OutcomeTable, default_prices, load_table
 
@@ -63,7 +64,10 @@ class RMConfig:
 
 
 def preference_tensors(
-    records: Sequence[PreferenceRecord], context: PoolContext, embedder: Callable[[list[str]], np.ndarray]
+    records: Sequence[PreferenceRecord],
+    context: PoolContext,
+    embedder: Callable[[list[str]], np.ndarray],
+    prior: AccuracyPrior | None = None,
 ) -> tuple[PairTensors | None, int]:
     """(pairs with both plans as tensors, or None; how many records lacked a plan and were left out)."""
     usable = [r for r in records if r.chosen_plan is not None and r.rejected_plan is not None]
@@ -71,8 +75,8 @@ def preference_tensors(
         return None, len(records)
     emb = np.asarray(embedder([r.prompt for r in usable]), dtype=np.float32)
     domains = [str(r.extra.get("domain") or "") for r in usable]
-    win = plan_features(context, emb, domains, [r.chosen_plan for r in usable if r.chosen_plan])
-    lose = plan_features(context, emb, domains, [r.rejected_plan for r in usable if r.rejected_plan])
+    win = plan_features(context, emb, domains, [r.chosen_plan for r in usable if r.chosen_plan], prior=prior)
+    lose = plan_features(context, emb, domains, [r.rejected_plan for r in usable if r.rejected_plan], prior=prior)
     m = len(usable)
     data = PairTensors(
         task=torch.from_numpy(task_features(emb, domains)),
@@ -87,11 +91,20 @@ def preference_tensors(
 
 
 def table_pair_data(
-    table: OutcomeTable, emb: np.ndarray, context: PoolContext, config: PairConfig, *, seed: int
+    table: OutcomeTable,
+    emb: np.ndarray,
+    context: PoolContext,
+    config: PairConfig,
+    *,
+    seed: int,
+    prior: AccuracyPrior | None = None,
 ) -> PairTensors:
-    """Self-supervised pairs of a table, as tensors (each item's own outcomes left out of its features)."""
+    """Self-supervised pairs of a table, as tensors (each item's own outcomes left out of its features).
+
+    `prior`, fit on this table (`reward.prior.table_prior`), gives the per-item accuracy feature.
+    """
     pairs = build_pairs(table, config=config, seed=seed, embeddings=emb)
-    plans = table_plan_features(context, emb, table.domains, exclude_self=True)
+    plans = table_plan_features(context, emb, table.domains, exclude_self=True, prior=prior)
     cost = np.nan_to_num(table.cost) / context.calibration.cost_ref
     return table_tensors(pairs, task_features(emb, table.domains), plans, cost)
 
@@ -132,8 +145,9 @@ def train(
     embedded_s = time.perf_counter() - start
     price_map = json.loads(prices.read_text(encoding="utf-8")) if prices else None
     context = make_context(table, emb, price_map)
-    data = table_pair_data(table, emb, context, config.pairs, seed=seed)
-    extra, no_plan = preference_tensors(preferences, context, embedder)
+    prior = table_prior(table, emb, seed=seed) if config.model.accuracy_prior else None
+    data = table_pair_data(table, emb, context, config.pairs, seed=seed, prior=prior)
+    extra, no_plan = preference_tensors(preferences, context, embedder, prior)
     if extra is not None:
         data = PairTensors.concat([data, extra])
     if not len(data):
@@ -166,7 +180,9 @@ def train(
         "sources": sources,
         "seed": seed,
     }
-    save_reward_model(out, net, context, extra={"metrics": metrics, "train": config.to_dict(), "lineage": lineage})
+    save_reward_model(
+        out, net, context, prior=prior, extra={"metrics": metrics, "train": config.to_dict(), "lineage": lineage}
+    )
     return metrics
 
 

@@ -3,9 +3,9 @@
 Lines, each scored on the same candidates (shapes: n items, N candidates, p pairs):
 - n1: one sampled plan executed (the expected score and cost over the N samples);
 - rm: OrchRM picks the top of the N, only it is executed;
-- rm_matched: OrchRM's accuracy-only reward (λ = 0) minus a cost penalty tuned so that the
-  mean *estimated* cost is at most n1's (estimates only: no recorded outcome of a test item
-  is read to tune it): best-of-N at the same cost as N = 1;
+- rm_matched: OrchRM's accuracy-only reward (λ = 0), the best it can pick with a mean
+  *estimated* cost of at most n1's (`select_matched`; estimates only: no recorded outcome of
+  a test item is read to tune it): best-of-N at the same cost as N = 1;
 - majority: every distinct candidate executed, the most common answer kept;
 - oracle: pass@N, every distinct candidate executed, right if any is.
 Scoring plans with OrchRM calls no model: its token count is 0, and the accounting says so.
@@ -37,8 +37,15 @@ class LineResult:
 
 
 def select_matched(reward: np.ndarray, est_cost: np.ndarray, target: float) -> np.ndarray:
-    """int64 [n]: per item the candidate maximizing reward - μ·est_cost, with the smallest μ ≥ 0
-    whose mean estimated cost is at most `target` (reward, est_cost [n, N])."""
+    """int64 [n]: per item a candidate, the highest rewards for a mean estimated cost of at most
+    `target` (reward, est_cost [n, N]).
+
+    The smallest penalty μ ≥ 0 on estimated cost that keeps within the budget picks every
+    item's candidate of highest reward - μ·est_cost. Items often switch together as μ falls
+    (their reward and cost gaps are alike), which can leave most of the budget unspent, so
+    the items that switch just below μ are then moved up, best reward per added cost first,
+    while the budget allows.
+    """
 
     def pick(mu: float) -> np.ndarray:
         chosen: np.ndarray = (reward - mu * est_cost).argmax(axis=1)
@@ -55,7 +62,16 @@ def select_matched(reward: np.ndarray, est_cost: np.ndarray, target: float) -> n
     for _ in range(40):
         mid = (lo + hi) / 2
         lo, hi = (lo, mid) if spent(pick(mid)) <= target else (mid, hi)
-    return pick(hi)
+    chosen, better = pick(hi), pick(lo)
+    rows = np.arange(len(chosen))
+    gain = reward[rows, better] - reward[rows, chosen]
+    extra = est_cost[rows, better] - est_cost[rows, chosen]
+    budget = (target - spent(chosen)) * len(chosen)
+    for i in np.argsort(-gain / np.maximum(extra, 1e-12), kind="stable"):
+        if gain[i] > 0 and extra[i] <= budget:
+            chosen[i] = better[i]
+            budget -= max(extra[i], 0.0)
+    return chosen
 
 
 def evaluate_lines(

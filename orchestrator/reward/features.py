@@ -5,7 +5,8 @@ size and family, the primitive, and calibration statistics from the training poo
 including the per-item accuracy estimate for the task at hand. A plan is the mean of its
 nodes' descriptors, the weakest node's estimated accuracy, its size, depth, whether it
 decomposes, and its estimated cost. A pair the pool never saw gets its static features
-and the pool's mean statistics.
+and the pool's mean statistics. With an `AccuracyPrior` (`reward.prior`), its estimate
+replaces the calibration's per-item accuracy wherever a descriptor holds it.
 
 Shapes: n tasks, p pool pairs, m plans, D = PLAN_DIM.
 """
@@ -27,14 +28,16 @@ from orchestrator.learning.features import (
     PairInfo,
     assemble_pair_features,
     item_accuracy,
-    pair_features,
+    task_features,
 )
 from orchestrator.outcomes import DOMAINS
 from orchestrator.reward.plans import Plan
+from orchestrator.reward.prior import AccuracyPrior, logit
 
 SHAPE_DIM = 5  # weakest node's accuracy, nodes / 8, depth / 4, decomposes, log estimated cost
 PLAN_DIM = PAIR_DIM + SHAPE_DIM
 ACC, KNN, COST = STATIC_DIM, STATIC_DIM + 1, STATIC_DIM + 7  # indices in a pair descriptor
+PLAN_ACC = PAIR_DIM  # index of the plan's weakest node's estimated accuracy
 PLAN_COST = PAIR_DIM + 4  # index of the plan's encoded estimated cost
 
 
@@ -67,15 +70,53 @@ def single_plan_features(pair_feats: np.ndarray) -> np.ndarray:
 
 
 def table_plan_features(
-    context: PoolContext, embeddings: np.ndarray, domains: Sequence[str], *, exclude_self: bool = False
+    context: PoolContext,
+    embeddings: np.ndarray,
+    domains: Sequence[str],
+    *,
+    exclude_self: bool = False,
+    prior: AccuracyPrior | None = None,
 ) -> np.ndarray:
     """float32 [n, p, PLAN_DIM] for the one-node plans of the pool's pairs on n tasks.
 
     `exclude_self`: the tasks are the calibration items themselves (training pairs), so
-    their own outcomes are left out of their per-item accuracy.
+    their own outcomes are left out of their per-item accuracy (the prior's out-of-fold
+    estimates stand in for its fit ones).
     """
-    feats = pair_features(context.infos, context.calibration, embeddings, domains, exclude_self=exclude_self)
-    return single_plan_features(feats)
+    calib = context.calibration
+    dom = np.array([DOMAINS.index(d) if d in DOMAINS else 0 for d in domains], dtype=np.int64)
+    acc = calib.domain_acc[dom]  # [n, p]
+    knn = per_item_accuracy(context, embeddings, domains, acc, exclude_self=exclude_self, prior=prior)
+    cost = calib.domain_cost[dom] / calib.cost_ref
+    return single_plan_features(assemble_pair_features(context.infos, acc, knn, calib.global_acc, cost))
+
+
+def per_item_accuracy(
+    context: PoolContext,
+    embeddings: np.ndarray,
+    domains: Sequence[str],
+    acc: np.ndarray,
+    *,
+    exclude_self: bool,
+    prior: AccuracyPrior | None,
+) -> np.ndarray:
+    """float64 [n, p]: the calibration's per-item accuracy (acc [n, p] its prior), averaged in
+    logit space with the accuracy prior's estimate where there is one.
+
+    Each ranks pairs better where the other is weak: on the shipped recordings the prior
+    ranks all held-out correct-over-incorrect pairs better, the calibration's neighbours
+    the pairs a policy actually samples on LLMRouter; their mean beats both on both.
+    """
+    knn = item_accuracy(context.calibration, embeddings, domains, acc, exclude_self=exclude_self)
+    if prior is None:
+        return knn
+    if exclude_self:
+        assert prior.oof is not None and prior.oof.shape == acc.shape, "exclude_self needs the prior's fit items"
+        estimate = prior.oof
+    else:
+        estimate = prior.predict(task_features(embeddings, domains))
+    mixed: np.ndarray = 1.0 / (1.0 + np.exp(-(logit(estimate) + logit(knn)) / 2))
+    return mixed
 
 
 def plan_features(
@@ -85,19 +126,21 @@ def plan_features(
     plans: Sequence[Plan],
     *,
     infos: dict[tuple[str, str], PairInfo] | None = None,
+    prior: AccuracyPrior | None = None,
 ) -> np.ndarray:
     """float32 [m, PLAN_DIM] for any plans (one per task row), on pairs known to the pool or not.
 
-    `infos` gives prices etc. of pairs the pool does not know (keyed (model, primitive)).
+    `infos` gives prices etc. of pairs the pool does not know (keyed (model, primitive));
+    `prior` (fit on the pool's table) gives the per-item accuracy of the pool's pairs.
     """
     calib = context.calibration
     index = {(info.model, info.primitive): j for j, info in enumerate(context.infos)}
     dom = np.array([DOMAINS.index(d) if d in DOMAINS else 0 for d in domains], dtype=np.int64)
-    prior = calib.domain_acc[dom]  # [m, p]
-    knn = item_accuracy(calib, embeddings, domains, prior, exclude_self=False) if len(plans) else prior
+    acc = calib.domain_acc[dom]  # [m, p]
+    knn = per_item_accuracy(context, embeddings, domains, acc, exclude_self=False, prior=prior) if len(plans) else acc
     cost = calib.domain_cost[dom] / calib.cost_ref  # [m, p]
     # A pool pair is described relative to the whole pool, exactly as in `table_plan_features`.
-    pool = assemble_pair_features(context.infos, prior, knn, calib.global_acc, cost)  # [m, p, PAIR_DIM]
+    pool = assemble_pair_features(context.infos, acc, knn, calib.global_acc, cost)  # [m, p, PAIR_DIM]
     mean_acc = float(calib.global_acc.mean()) if calib.global_acc.size else 0.5
     mean_cost = float(cost.mean()) if cost.size else 1.0
     out = np.zeros((len(plans), PLAN_DIM), dtype=np.float32)

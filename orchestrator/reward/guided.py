@@ -28,6 +28,7 @@ from orchestrator.learning.rl import train_rl
 from orchestrator.learning.sft import train_sft
 from orchestrator.reward.features import table_plan_features
 from orchestrator.reward.model import RewardNet
+from orchestrator.reward.prior import table_prior
 from orchestrator.reward.train import train_reward
 from orchestrator.routing.table import OutcomeTable
 from orchestrator.train_rm import RMConfig, table_pair_data
@@ -131,21 +132,22 @@ def fit_grounded(
         # policy followed it (bench/reward_guided.py, first run: 0.568 vs 0.614 at f = 0.1).
         rm_config = RMConfig.from_mapping({"pairs": {"sources": GUIDE_SOURCES}})
         rm = RewardNet(rm_config.model)
+        prior = table_prior(known, emb_known, seed=seed) if rm_config.model.accuracy_prior else None
         train_reward(
             rm,
-            table_pair_data(known, emb_known, context, rm_config.pairs, seed=seed),
+            table_pair_data(known, emb_known, context, rm_config.pairs, seed=seed, prior=prior),
             replace(rm_config.train, seed=seed),
         )
         a, b = platt(
             rm_rewards(
                 rm,
                 task_features(emb_known, known.domains),
-                table_plan_features(context, emb_known, known.domains, exclude_self=True),
+                table_plan_features(context, emb_known, known.domains, exclude_self=True, prior=prior),
             ),
             np.where(known.available(), known.score, np.nan),
         )
         reward = rm_rewards(
-            rm, task_features(emb_free, free.domains), table_plan_features(context, emb_free, free.domains)
+            rm, task_features(emb_free, free.domains), table_plan_features(context, emb_free, free.domains, prior=prior)
         )
         free_batch = encode(free, emb_free, context, with_outcomes=False)
         batch = concat_batches(batch, estimated_batch(free_batch, 1 / (1 + np.exp(-(a * reward + b)))))

@@ -20,6 +20,7 @@ from orchestrator.learning.dataset import PoolContext
 from orchestrator.learning.features import TASK_EXTRA, PairInfo, task_features
 from orchestrator.learning.model import LAMBDA_DIM, lambda_features
 from orchestrator.reward.features import (
+    PLAN_ACC,
     PLAN_DIM,
     calibration_from_payload,
     calibration_payload,
@@ -27,6 +28,7 @@ from orchestrator.reward.features import (
     plan_features,
 )
 from orchestrator.reward.plans import Plan
+from orchestrator.reward.prior import CLIP, AccuracyPrior
 
 KIND = "orchestra-reward-model"
 COST_SCALE_INIT = 4.0  # β before it is fitted: near p = 0.5 a reward logit moves about 4x a probability
@@ -44,6 +46,16 @@ class RewardConfig:
     # only the cost term, so cost pairs cannot bend the accuracy ranking. False: one MLP
     # over (task, plan, λ), as checkpoints saved before this option were trained.
     separable: bool = True
+    # Anchor: the accuracy score is α·logit(the plan's weakest-node accuracy estimate) + the
+    # MLP, α learned from 1, so the MLP learns a correction to the per-item estimate rather
+    # than the estimate itself. Without it the MLP ranked held-out pairs below its own input
+    # feature, and best-of-8 picked worse (docs/learning.md).
+    anchor: bool = True
+    # Accuracy prior: blend `reward.prior` (per-pair regressions and task-family accuracy)
+    # into the per-item accuracy estimate. It ranks all held-out correct-over-incorrect
+    # pairs better (0.751 against 0.745) but the few pairs a policy samples worse, so
+    # best-of-N gains less: off by default (docs/learning.md has both figures).
+    accuracy_prior: bool = False
 
 
 class RewardNet(nn.Module):  # type: ignore[misc]  # torch is not type-checked (pyproject)
@@ -62,18 +74,27 @@ class RewardNet(nn.Module):  # type: ignore[misc]  # torch is not type-checked (
         )
         if config.separable:  # β = softplus(cost_scale)
             self.cost_scale = nn.Parameter(torch.tensor(math.log(math.expm1(COST_SCALE_INIT))))
+        if config.anchor:  # α
+            self.anchor_scale = nn.Parameter(torch.tensor(1.0))
 
     def forward(self, task: torch.Tensor, plan: torch.Tensor, lam: torch.Tensor) -> torch.Tensor:
         """task [B, T], plan [B, D], cost preference lam [B] -> [B] reward."""
         if self.config.separable:
             return self.accuracy(task, plan) - self.cost_weight() * lam * plan_cost(plan)
         joint = torch.cat([self.task_proj(task), plan, lambda_features(lam)], dim=-1)
-        out: torch.Tensor = self.head(joint).squeeze(-1)
+        out: torch.Tensor = self.head(joint).squeeze(-1) + self.anchor_term(plan)
         return out
 
     def accuracy(self, task: torch.Tensor, plan: torch.Tensor) -> torch.Tensor:
         """[B]: the separable model's accuracy score (its reward at λ = 0)."""
         out: torch.Tensor = self.head(torch.cat([self.task_proj(task), plan], dim=-1)).squeeze(-1)
+        return out + self.anchor_term(plan)
+
+    def anchor_term(self, plan: torch.Tensor) -> torch.Tensor | float:
+        """[B]: α·logit of the plan's weakest-node accuracy estimate (0 without `config.anchor`)."""
+        if not self.config.anchor:
+            return 0.0
+        out: torch.Tensor = self.anchor_scale * torch.logit(plan[:, PLAN_ACC], eps=CLIP)
         return out
 
     def cost_weight(self) -> torch.Tensor:
@@ -81,7 +102,14 @@ class RewardNet(nn.Module):  # type: ignore[misc]  # torch is not type-checked (
         return F.softplus(self.cost_scale)
 
 
-def save_reward_model(path: str | Path, net: RewardNet, context: PoolContext, *, extra: dict[str, Any]) -> None:
+def save_reward_model(
+    path: str | Path,
+    net: RewardNet,
+    context: PoolContext,
+    *,
+    extra: dict[str, Any],
+    prior: AccuracyPrior | None = None,
+) -> None:
     """A .pt file of tensors and JSON-able values (loads with weights_only=True)."""
     payload = {
         "kind": KIND,
@@ -90,6 +118,7 @@ def save_reward_model(path: str | Path, net: RewardNet, context: PoolContext, *,
         "pool": {
             "infos": [asdict(info) for info in context.infos],
             "calibration": calibration_payload(context.calibration),
+            "prior": prior.payload() if prior is not None else None,
         },
         **extra,
     }
@@ -100,15 +129,18 @@ def save_reward_model(path: str | Path, net: RewardNet, context: PoolContext, *,
 class RewardModel:
     """A trained OrchRM: scores plans for tasks; load with `RewardModel.load(path)`."""
 
-    def __init__(self, net: RewardNet, context: PoolContext, payload: dict[str, Any]) -> None:
-        self.net, self.context, self.payload = net.eval(), context, payload
+    def __init__(
+        self, net: RewardNet, context: PoolContext, payload: dict[str, Any], prior: AccuracyPrior | None = None
+    ) -> None:
+        self.net, self.context, self.payload, self.prior = net.eval(), context, payload, prior
 
     @classmethod
     def load(cls, path: str | Path) -> RewardModel:
         payload: dict[str, Any] = torch.load(path, map_location="cpu", weights_only=True)
         if payload.get("kind") != KIND:
             raise ValueError(f"{path} is not an OrchRM checkpoint")
-        config = {"separable": False, **payload.pop("config")}  # saved before the option existed
+        # Options a checkpoint does not name did not exist when it was saved: it was trained without them.
+        config = {"separable": False, "anchor": False, "accuracy_prior": False, **payload.pop("config")}
         net = RewardNet(RewardConfig(**config))
         net.load_state_dict(payload.pop("state_dict"))
         pool = payload.pop("pool")
@@ -116,7 +148,8 @@ class RewardModel:
             infos=[PairInfo(**info) for info in pool["infos"]],
             calibration=calibration_from_payload(pool["calibration"]),
         )
-        return cls(net, context, payload)
+        prior = AccuracyPrior.from_payload(pool["prior"]) if pool.get("prior") else None
+        return cls(net, context, payload, prior)
 
     def score(
         self,
@@ -133,7 +166,7 @@ class RewardModel:
         """
         if not plans:
             return np.zeros(0)
-        feats = plan_features(self.context, embeddings, domains, plans, infos=infos)
+        feats = plan_features(self.context, embeddings, domains, plans, infos=infos, prior=self.prior)
         task = task_features(embeddings, domains)
         with torch.no_grad():
             out = self.net(torch.from_numpy(task), torch.from_numpy(feats), torch.full((len(plans),), float(lam)))

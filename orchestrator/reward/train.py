@@ -39,7 +39,7 @@ from orchestrator.reward.pairs import TablePairs
 class RMTrainConfig:
     """Bradley-Terry training."""
 
-    epochs: int = 4  # passes over the pairs (few: more memorizes the training tasks)
+    epochs: int = 2  # passes over the pairs (few: more memorizes the training tasks)
     batch_size: int = 256  # pairs per step
     lr: float = 1e-3  # Adam learning rate
     weight_decay: float = 0.1  # AdamW decay (strong, for the same reason)

@@ -8,7 +8,15 @@ import torch
 
 from orchestrator.learning.dataset import make_context
 from orchestrator.reward.bestofn import evaluate_lines, select_matched
-from orchestrator.reward.features import PLAN_COST, PLAN_DIM, encode_cost, plan_cost, plan_features, table_plan_features
+from orchestrator.reward.features import (
+    PLAN_ACC,
+    PLAN_COST,
+    PLAN_DIM,
+    encode_cost,
+    plan_cost,
+    plan_features,
+    table_plan_features,
+)
 from orchestrator.reward.model import RewardConfig, RewardModel, RewardNet, save_reward_model
 from orchestrator.reward.pairs import (
     PairConfig,
@@ -138,10 +146,17 @@ def test_bt_loss_is_the_standard_one() -> None:
     assert bt_loss(r_w, r_l, margin=1.0) > bt_loss(r_w, r_l)
 
 
+def toy_plans(n: int, gen: torch.Generator) -> torch.Tensor:
+    """[n, PLAN_DIM] random plan features, with no accuracy estimate (0.5) for the prior term."""
+    plans = torch.randn(n, PLAN_DIM, generator=gen)
+    plans[:, PLAN_ACC] = 0.5
+    return plans
+
+
 def toy_pairs(n: int, seed: int) -> PairTensors:
     """Separable: the winner's plan has the larger first feature, whatever the task."""
     gen = torch.Generator().manual_seed(seed)
-    a, b = torch.randn(n, PLAN_DIM, generator=gen), torch.randn(n, PLAN_DIM, generator=gen)
+    a, b = toy_plans(n, gen), toy_plans(n, gen)
     first_a = a[:, 0] > b[:, 0]
     win = torch.where(first_a.unsqueeze(1), a, b)
     lose = torch.where(first_a.unsqueeze(1), b, a)
@@ -205,12 +220,25 @@ def test_best_of_n_lines_on_a_hand_made_table() -> None:
     assert est[[0, 1], chosen].mean() <= 7 / 3 + 1e-9
 
 
+def test_the_matched_selection_spends_the_budget_that_one_common_penalty_leaves() -> None:
+    # Four alike items: a cheap candidate (reward 0, cost 1) and a dear one (reward 1, cost 3),
+    # the last item's dear one a little better. Any one penalty moves all four or none; a
+    # budget of 2 per item pays for two dear candidates, the best two.
+    reward = np.array([[0.0, 1.0], [0.0, 1.0], [0.0, 1.0], [0.0, 1.2]])
+    est = np.array([[1.0, 3.0]] * 4)
+    chosen = select_matched(reward, est, target=2.0)
+    assert est[np.arange(4), chosen].mean() == 2.0
+    assert chosen[3] == 1 and chosen.sum() == 2
+    assert (select_matched(reward, est, target=1.0) == 0).all()
+    assert (select_matched(reward, est, target=3.0) == 1).all()
+
+
 def cost_toy_pairs(n: int, seed: int) -> PairTensors:
     """Accuracy pairs: the winner has the larger first feature, whatever it costs. Cost pairs:
     the same first feature, the winner cheaper (they hold for λ in [0.2, 1])."""
     gen = torch.Generator().manual_seed(seed)
     half = n // 2
-    a, b = torch.randn(n, PLAN_DIM, generator=gen), torch.randn(n, PLAN_DIM, generator=gen)
+    a, b = toy_plans(n, gen), toy_plans(n, gen)
     cost_a, cost_b = torch.rand(n, generator=gen), torch.rand(n, generator=gen)  # / cost_ref
     b[half:, 0] = a[half:, 0]
     a_wins = torch.cat([a[:half, 0] > b[:half, 0], cost_a[half:] < cost_b[half:]])
