@@ -5,8 +5,8 @@ size and family, the primitive, and calibration statistics from the training poo
 including the per-item accuracy estimate for the task at hand. A plan is the mean of its
 nodes' descriptors, the weakest node's estimated accuracy, its size, depth, whether it
 decomposes, and its estimated cost. A pair the pool never saw gets its static features
-and the pool's mean statistics. With an `AccuracyPrior` (`reward.prior`), its estimate
-replaces the calibration's per-item accuracy wherever a descriptor holds it.
+and the pool's mean statistics. With an `AccuracyPrior` (`reward.prior`), the per-item
+accuracy is the logit mean of its estimate and the calibration's.
 
 Shapes: n tasks, p pool pairs, m plans, D = PLAN_DIM.
 """
@@ -103,9 +103,9 @@ def per_item_accuracy(
     """float64 [n, p]: the calibration's per-item accuracy (acc [n, p] its prior), averaged in
     logit space with the accuracy prior's estimate where there is one.
 
-    Each ranks pairs better where the other is weak: on the shipped recordings the prior
-    ranks all held-out correct-over-incorrect pairs better, the calibration's neighbours
-    the pairs a policy actually samples on LLMRouter; their mean beats both on both.
+    On the shipped recordings the mean ranks all held-out correct-over-incorrect pairs
+    better than either alone (`bench/ceilings.py`), but among the few pairs a policy
+    samples for an item the calibration's estimate alone picks better (docs/reward.md).
     """
     knn = item_accuracy(context.calibration, embeddings, domains, acc, exclude_self=exclude_self)
     if prior is None:

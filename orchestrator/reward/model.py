@@ -49,12 +49,12 @@ class RewardConfig:
     # Anchor: the accuracy score is α·logit(the plan's weakest-node accuracy estimate) + the
     # MLP, α learned from 1, so the MLP learns a correction to the per-item estimate rather
     # than the estimate itself. Without it the MLP ranked held-out pairs below its own input
-    # feature, and best-of-8 picked worse (docs/learning.md).
+    # feature, and best-of-8 picked worse (docs/reward.md).
     anchor: bool = True
     # Accuracy prior: blend `reward.prior` (per-pair regressions and task-family accuracy)
     # into the per-item accuracy estimate. It ranks all held-out correct-over-incorrect
     # pairs better (0.751 against 0.745) but the few pairs a policy samples worse, so
-    # best-of-N gains less: off by default (docs/learning.md has both figures).
+    # best-of-N gains less: off by default (docs/reward.md has both figures).
     accuracy_prior: bool = False
 
 

@@ -5,9 +5,8 @@ Two estimates, averaged in logit space:
   item's benchmark) from the task features, and the family's shrunk accuracy of each pair
   is weighed by it, so a prompt from no known family still gets a mix;
 - a logistic regression per pair on the task features and the family probabilities.
-`bench/ceilings.py` measures both against the ceiling they approach: on the shipped
-recordings either one alone ranks held-out correct-over-incorrect pairs about as well as
-the benchmark accuracy measured on the training items, and their mean a little better.
+`bench/ceilings.py` prints how well it ranks held-out correct-over-incorrect pairs, beside
+the benchmark accuracy measured on the training items and on the test items.
 With `RewardConfig.accuracy_prior` the reward model's per-item accuracy feature is the
 logit mean of this prior and the calibration's own estimate (`reward.features`).
 
