@@ -140,10 +140,8 @@ def pairwise_bound(seed: int) -> None:
     context = make_context(train, emb_tr)
     calib = context.calibration
     dom = np.array([DOMAINS.index(d) if d in DOMAINS else 0 for d in test.domains])
-    report(
-        "the policy's per-item accuracy feature",
-        item_accuracy(calib, emb_te, test.domains, calib.domain_acc[dom], exclude_self=False),
-    )
+    feature = item_accuracy(calib, emb_te, test.domains, calib.domain_acc[dom], exclude_self=False)
+    report("the policy's per-item accuracy feature", feature)
     x_tr, x_te = task_features(emb_tr, train.domains), task_features(emb_te, test.domains)
     predicted = np.full((test.n_items, test.n_pairs), 0.5)
     for j in range(train.n_pairs):
@@ -156,7 +154,6 @@ def pairwise_bound(seed: int) -> None:
     assert prior is not None
     estimate = prior.predict(x_te)
     report("OrchRM's accuracy prior (reward.prior)", estimate)
-    feature = item_accuracy(calib, emb_te, test.domains, calib.domain_acc[dom], exclude_self=False)
     report("logit mean of that prior and the policy's per-item feature", logit(estimate) + logit(feature))
 
 

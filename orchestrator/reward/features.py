@@ -83,40 +83,43 @@ def table_plan_features(
     their own outcomes are left out of their per-item accuracy (the prior's out-of-fold
     estimates stand in for its fit ones).
     """
+    acc, knn, cost = pool_estimates(context, embeddings, domains, exclude_self=exclude_self, prior=prior)
     calib = context.calibration
-    dom = np.array([DOMAINS.index(d) if d in DOMAINS else 0 for d in domains], dtype=np.int64)
-    acc = calib.domain_acc[dom]  # [n, p]
-    knn = per_item_accuracy(context, embeddings, domains, acc, exclude_self=exclude_self, prior=prior)
-    cost = calib.domain_cost[dom] / calib.cost_ref
     return single_plan_features(assemble_pair_features(context.infos, acc, knn, calib.global_acc, cost))
 
 
-def per_item_accuracy(
+def pool_estimates(
     context: PoolContext,
     embeddings: np.ndarray,
     domains: Sequence[str],
-    acc: np.ndarray,
     *,
     exclude_self: bool,
     prior: AccuracyPrior | None,
-) -> np.ndarray:
-    """float64 [n, p]: the calibration's per-item accuracy (acc [n, p] its prior), averaged in
-    logit space with the accuracy prior's estimate where there is one.
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """float64 [n, p] each: every pool pair's domain accuracy, per-item accuracy and estimated
+    cost / cost_ref on n tasks.
 
-    On the shipped recordings the mean ranks all held-out correct-over-incorrect pairs
-    better than either alone (`bench/ceilings.py`), but among the few pairs a policy
-    samples for an item the calibration's estimate alone picks better (docs/reward.md).
+    The per-item accuracy is the calibration's, averaged in logit space with the accuracy
+    prior's estimate where there is a prior. On the shipped recordings the mean ranks all
+    held-out correct-over-incorrect pairs better than either alone (`bench/ceilings.py`),
+    but among the few pairs a policy samples for an item the calibration's estimate alone
+    picks better (docs/reward.md).
     """
-    knn = item_accuracy(context.calibration, embeddings, domains, acc, exclude_self=exclude_self)
+    calib = context.calibration
+    dom = np.array([DOMAINS.index(d) if d in DOMAINS else 0 for d in domains], dtype=np.int64)
+    acc = calib.domain_acc[dom]
+    cost = calib.domain_cost[dom] / calib.cost_ref
+    if not len(domains):
+        return acc, acc, cost
+    knn = item_accuracy(calib, embeddings, domains, acc, exclude_self=exclude_self)
     if prior is None:
-        return knn
+        return acc, knn, cost
     if exclude_self:
         assert prior.oof is not None and prior.oof.shape == acc.shape, "exclude_self needs the prior's fit items"
         estimate = prior.oof
     else:
         estimate = prior.predict(task_features(embeddings, domains))
-    mixed: np.ndarray = 1.0 / (1.0 + np.exp(-(logit(estimate) + logit(knn)) / 2))
-    return mixed
+    return acc, 1.0 / (1.0 + np.exp(-(logit(estimate) + logit(knn)) / 2)), cost
 
 
 def plan_features(
@@ -135,10 +138,7 @@ def plan_features(
     """
     calib = context.calibration
     index = {(info.model, info.primitive): j for j, info in enumerate(context.infos)}
-    dom = np.array([DOMAINS.index(d) if d in DOMAINS else 0 for d in domains], dtype=np.int64)
-    acc = calib.domain_acc[dom]  # [m, p]
-    knn = per_item_accuracy(context, embeddings, domains, acc, exclude_self=False, prior=prior) if len(plans) else acc
-    cost = calib.domain_cost[dom] / calib.cost_ref  # [m, p]
+    acc, knn, cost = pool_estimates(context, embeddings, domains, exclude_self=False, prior=prior)  # [m, p] each
     # A pool pair is described relative to the whole pool, exactly as in `table_plan_features`.
     pool = assemble_pair_features(context.infos, acc, knn, calib.global_acc, cost)  # [m, p, PAIR_DIM]
     mean_acc = float(calib.global_acc.mean()) if calib.global_acc.size else 0.5

@@ -93,12 +93,11 @@ def fit_prior(tasks: np.ndarray, families: Sequence[str], score: np.ndarray, *, 
     folds = np.arange(m) % FOLDS
     np.random.default_rng(seed).shuffle(folds)
     oof = np.empty(score.shape, dtype=np.float64)
-    labels = list(families)
+    labels = np.asarray(families)
     for f in range(FOLDS):
         held = folds == f
-        part = _fit(tasks[~held], [x for x, h in zip(labels, held, strict=True) if not h], score[~held], seed + f + 1)
-        oof[held] = part.predict(tasks[held])
-    return replace(_fit(tasks, labels, score, seed), oof=oof)
+        oof[held] = _fit(tasks[~held], labels[~held].tolist(), score[~held], seed + f + 1).predict(tasks[held])
+    return replace(_fit(tasks, labels.tolist(), score, seed), oof=oof)
 
 
 def _fit(tasks: np.ndarray, families: list[str], score: np.ndarray, seed: int) -> AccuracyPrior:
