@@ -3,7 +3,7 @@ import { StrictMode } from "react";
 import { createRoot } from "react-dom/client";
 import { BrowserRouter } from "react-router";
 
-import { ApiError } from "./api/client";
+import { mayHeal } from "./api/client";
 import { App } from "./App";
 import "./styles.css";
 
@@ -11,7 +11,7 @@ const client = new QueryClient({
   defaultOptions: {
     queries: {
       // A 4xx will not change by asking again; a dropped connection might.
-      retry: (count, error) => !(error instanceof ApiError && error.status >= 400 && error.status < 500) && count < 2,
+      retry: (count, error) => mayHeal(error) && count < 2,
       refetchOnWindowFocus: false,
     },
   },

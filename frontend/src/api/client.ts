@@ -18,6 +18,14 @@ export class ApiError extends Error {
   }
 }
 
+/**
+ * Whether asking again may succeed: a dropped connection or a busy or restarting server
+ * (0 or 5xx) may heal; a 4xx will not change.
+ */
+export function mayHeal(error: unknown): boolean {
+  return error != null && !(error instanceof ApiError && error.status >= 400 && error.status < 500);
+}
+
 export interface Page<T> {
   items: T[];
   count: number;

@@ -3,7 +3,7 @@ import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState, type ReactNode } from "react";
 import { Link, useSearchParams } from "react-router";
 
-import { api } from "../api/client";
+import { api, mayHeal } from "../api/client";
 import type { Pair, Run, Tree } from "../api/types";
 import { atLeast, useMe } from "../auth";
 import { RunTreeView } from "../components/RunTree";
@@ -22,8 +22,8 @@ function useTree(id: number | null) {
     queryKey: ["runs", id, "tree"],
     queryFn: () => api<Tree>(`/api/runs/${id}/tree`),
     enabled: id !== null,
-    // A run still going: look again until it ends.
-    refetchInterval: (q) => (q.state.data && !ENDED.has(q.state.data.run.status) ? 3000 : false),
+    // A run still going: look again until it ends (and after a failed look that may heal).
+    refetchInterval: (q) => ((q.state.data && !ENDED.has(q.state.data.run.status)) || mayHeal(q.state.error) ? 3000 : false),
   });
 }
 

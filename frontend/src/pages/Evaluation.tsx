@@ -5,7 +5,7 @@ import { useEffect, useState, type FormEvent } from "react";
 import { useSearchParams } from "react-router";
 import { CartesianGrid, ResponsiveContainer, Scatter, ScatterChart, Tooltip, XAxis, YAxis, ZAxis } from "recharts";
 
-import { api, type Page } from "../api/client";
+import { api, mayHeal, type Page } from "../api/client";
 import type { Evaluation, EvaluationDetail, EvaluationOptions } from "../api/types";
 import { ACTIVE, SeedField } from "../components/JobForm";
 import { Empty, ErrorText, Loading } from "../components/States";
@@ -51,7 +51,8 @@ export default function EvaluationPage() {
   const list = useQuery({
     queryKey: ["evaluations"],
     queryFn: () => api<Page<Evaluation>>("/api/evaluations?limit=50"),
-    refetchInterval: (q) => (q.state.data?.items.some((e) => ACTIVE.has(e.status)) ? 2000 : false),
+    // Look again while one runs, and after a failed look that may heal (a busy server).
+    refetchInterval: (q) => (q.state.data?.items.some((e) => ACTIVE.has(e.status)) || mayHeal(q.state.error) ? 2000 : false),
   });
   const chosenId = Number(params.get("id")) || list.data?.items[0]?.id || null;
   const select = (id: number) => setParams({ id: String(id) });
@@ -155,7 +156,7 @@ function EvaluationView({ id }: { id: number }) {
   const detail = useQuery({
     queryKey: ["evaluation", id],
     queryFn: () => api<EvaluationDetail>(`/api/evaluations/${id}`),
-    refetchInterval: (q) => (q.state.data && ACTIVE.has(q.state.data.status) ? 1500 : false),
+    refetchInterval: (q) => ((q.state.data && ACTIVE.has(q.state.data.status)) || mayHeal(q.state.error) ? 1500 : false),
   });
   const client = useQueryClient();
   const status = detail.data?.status;

@@ -5,7 +5,7 @@ import { useEffect, useMemo, useState, type FormEvent } from "react";
 import { useSearchParams } from "react-router";
 import { CartesianGrid, Legend, Line, LineChart, ResponsiveContainer, Tooltip, XAxis, YAxis } from "recharts";
 
-import { api, type Page } from "../api/client";
+import { api, mayHeal, type Page } from "../api/client";
 import type { Checkpoint, EvaluationOptions, TrainingJob, TrainingJobDetail } from "../api/types";
 import { ACTIVE, SeedField } from "../components/JobForm";
 import { Empty, ErrorText, Loading } from "../components/States";
@@ -40,7 +40,8 @@ export default function TrainingPage() {
     queryKey: ["training-jobs"],
     queryFn: () => api<Page<TrainingJob>>("/api/training/jobs?limit=50"),
     // Sockets carry progress; the list is polled too, slower while they work, to catch new and ended jobs.
-    refetchInterval: (q) => (q.state.data?.items.some((j) => ACTIVE.has(j.status)) ? (socketsLost ? 2000 : 5000) : false),
+    refetchInterval: (q) =>
+      q.state.data?.items.some((j) => ACTIVE.has(j.status)) || mayHeal(q.state.error) ? (socketsLost ? 2000 : 5000) : false,
   });
   const activeIds = (jobs.data?.items ?? []).filter((j) => ACTIVE.has(j.status)).map((j) => j.id);
   const activeKey = activeIds.join(",");
@@ -233,7 +234,7 @@ function JobCurves({ id, live, status }: { id: number; live?: TrainingProgress; 
   const detail = useQuery({
     queryKey: ["training-job", id],
     queryFn: () => api<TrainingJobDetail>(`/api/training/jobs/${id}`),
-    refetchInterval: (q) => (q.state.data && ACTIVE.has(q.state.data.status) && !live ? 3000 : false),
+    refetchInterval: (q) => ((q.state.data && ACTIVE.has(q.state.data.status) && !live) || mayHeal(q.state.error) ? 3000 : false),
   });
   const { refetch } = detail;
   const stale = status !== undefined && detail.data !== undefined && status !== detail.data.status;

@@ -1,0 +1,71 @@
+// A failed look at the evaluations heals by itself when the failure may pass (a busy or
+// restarting server), and is not repeated when it cannot (a 4xx).
+import { QueryClient, QueryClientProvider } from "@tanstack/react-query";
+import { render, screen } from "@testing-library/react";
+import { afterEach, expect, it, vi } from "vitest";
+import { MemoryRouter } from "react-router";
+
+import { ApiError, mayHeal } from "../src/api/client";
+import EvaluationPage from "../src/pages/Evaluation";
+
+const reply = (status: number, body: unknown) =>
+  ({ ok: status < 400, status, statusText: "", json: async () => body }) as unknown as Response;
+
+/** The list answers with `first` once, then with an empty page; returns how often it was asked. */
+function stub(first: number) {
+  const asked = { list: 0 };
+  vi.stubGlobal(
+    "fetch",
+    vi.fn(async (input: RequestInfo | URL) => {
+      const url = String(input);
+      if (url.startsWith("/api/evaluations/options")) {
+        return reply(200, { presets: {}, outcomes: [], default_outcomes: ["llmrouter.jsonl.gz"], methods: [] });
+      }
+      if (url.startsWith("/api/evaluations?")) {
+        asked.list += 1;
+        return asked.list === 1 ? reply(first, { detail: `failed with ${first}` }) : reply(200, { items: [], count: 0 });
+      }
+      return reply(404, { detail: "not here" });
+    }),
+  );
+  return asked;
+}
+
+function renderPage() {
+  const client = new QueryClient({ defaultOptions: { queries: { retry: false } } });
+  return render(
+    <QueryClientProvider client={client}>
+      <MemoryRouter initialEntries={["/evaluation"]}>
+        <EvaluationPage />
+      </MemoryRouter>
+    </QueryClientProvider>,
+  );
+}
+
+afterEach(() => vi.unstubAllGlobals());
+
+it("tells a failure that may pass from one that cannot", () => {
+  expect(mayHeal(new ApiError(0, "unreachable"))).toBe(true);
+  expect(mayHeal(new ApiError(503, "busy"))).toBe(true);
+  expect(mayHeal(new TypeError("network"))).toBe(true);
+  expect(mayHeal(new ApiError(403, "forbidden"))).toBe(false);
+  expect(mayHeal(new ApiError(404, "gone"))).toBe(false);
+  expect(mayHeal(null)).toBe(false);
+});
+
+it("looks again after a server failure and shows what it finds", async () => {
+  const asked = stub(503);
+  renderPage();
+  expect(await screen.findByText(/The server failed \(503\)/)).toBeTruthy();
+  expect(await screen.findByText("No evaluation yet", {}, { timeout: 4000 })).toBeTruthy();
+  expect(screen.queryByText(/The server failed/)).toBeNull();
+  expect(asked.list).toBeGreaterThanOrEqual(2);
+});
+
+it("does not ask again after a 4xx", async () => {
+  const asked = stub(403);
+  renderPage();
+  expect(await screen.findByText("failed with 403")).toBeTruthy();
+  await new Promise((resolve) => setTimeout(resolve, 2500));
+  expect(asked.list).toBe(1);
+});
