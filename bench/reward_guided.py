@@ -12,7 +12,7 @@ is *grounded*: executed on every pair, so its recorded outcomes may be read. For
 The pool's calibration statistics come from the grounded items only. Each policy is then
 routed greedily on the test split at λ = 0 and at λ = 0.05. Printed per line: macro
 accuracy, $/query, and the executed tokens (every recorded call of the grounded items).
-The last lines give, for a target accuracy (executed RL's at the largest fraction unless
+The last lines give, for each target accuracy (executed RL's at each fraction unless
 --target), the fewest executed tokens with which each kind reaches it.
 """
 
@@ -40,6 +40,22 @@ OUTCOMES = ROOT / "data" / "outcomes"
 LAMS = (0.0, 0.05)
 
 
+Row = tuple[str, float, float, list[tuple[float, float]]]  # kind, fraction, tokens, (macro, $/query) per λ
+
+
+def fewest_tokens(rows: list[Row], targets: list[float]) -> list[str]:
+    """Lines of a table: per target macro accuracy at λ = 0, the fewest executed tokens of each kind reaching it."""
+    lines = [f"{'target':>8s} {'executed':>24s} {'guided':>24s}"]
+    for target in targets:
+        cells = []
+        for kind in ("executed", "guided"):
+            reached = [r for r in rows if r[0] == kind and r[3][0][0] >= target - 1e-9]
+            best = min(reached, key=lambda r: r[2]) if reached else None
+            cells.append(f"{best[2]:,.0f} ({best[1]:g})" if best else "not reached")
+        lines.append(f"{target:8.4f} {cells[0]:>24s} {cells[1]:>24s}")
+    return lines
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
@@ -50,7 +66,10 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--rl-iterations", type=int, default=60)
     parser.add_argument(
-        "--target", type=float, help="target macro accuracy at λ = 0 (default: executed RL's at the largest fraction)"
+        "--target",
+        nargs="+",
+        type=float,
+        help="target macro accuracies at λ = 0 (default: executed RL's at each fraction)",
     )
     args = parser.parse_args()
     for f in [*args.fractions, *args.guided]:
@@ -91,13 +110,9 @@ def main() -> int:
         cells = " ".join(f"{acc:11.4f} {cost:9.2e}" for acc, cost in results)
         print(f"{kind:9s} {f:8.2f} {tokens:16,.0f} {cells}  {fit_s:5.0f}", flush=True)
     executed = [r for r in rows if r[0] == "executed"]
-    target = args.target if args.target is not None else max(executed, key=lambda r: r[1])[3][0][0]
-    print(f"\ntarget macro accuracy at λ=0: {target:.4f}")
-    for kind in ("executed", "guided"):
-        reached = [r for r in rows if r[0] == kind and r[3][0][0] >= target - 1e-9]
-        best = min(reached, key=lambda r: r[2]) if reached else None
-        text = f"{best[2]:,.0f} executed tokens (fraction {best[1]})" if best else "not reached at the fractions run"
-        print(f"  {kind:9s} {text}")
+    targets = args.target or sorted({r[3][0][0] for r in executed})
+    print("\nfewest executed tokens reaching a target macro accuracy at λ=0 (fraction in brackets)")
+    print("\n".join(fewest_tokens(rows, targets)))
     return 0
 
 
