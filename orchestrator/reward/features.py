@@ -102,8 +102,8 @@ def pool_estimates(
     The per-item accuracy is the calibration's, averaged in logit space with the accuracy
     prior's estimate where there is a prior. On the shipped recordings the mean ranks all
     held-out correct-over-incorrect pairs better than either alone (`bench/ceilings.py`),
-    but among the few pairs a policy samples for an item the calibration's estimate alone
-    picks better (docs/reward.md).
+    but best-of-N at a fixed budget gains more with the calibration's estimate alone
+    (docs/reward.md).
     """
     calib = context.calibration
     dom = np.array([DOMAINS.index(d) if d in DOMAINS else 0 for d in domains], dtype=np.int64)

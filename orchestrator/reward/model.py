@@ -52,9 +52,9 @@ class RewardConfig:
     # feature, and best-of-8 picked worse (docs/reward.md).
     anchor: bool = True
     # Accuracy prior: blend `reward.prior` (per-pair regressions and task-family accuracy)
-    # into the per-item accuracy estimate. It ranks all held-out correct-over-incorrect
-    # pairs better (0.751 against 0.745) but the few pairs a policy samples worse, so
-    # best-of-N gains less: off by default (docs/reward.md has both figures).
+    # into the per-item accuracy estimate. It ranks held-out correct-over-incorrect pairs
+    # better (0.751 against 0.745), but at a fixed budget best-of-N spends on the wrong
+    # items and gains less: off by default (docs/reward.md has both figures).
     accuracy_prior: bool = False
 
 
