@@ -1,11 +1,13 @@
 // A failed look at the evaluations heals by itself when the failure may pass (a busy or
-// restarting server), and is not repeated when it cannot (a 4xx).
+// restarting server), and is not repeated when it cannot (a 4xx); a started evaluation
+// shows at once.
 import { QueryClient, QueryClientProvider } from "@tanstack/react-query";
 import { render, screen } from "@testing-library/react";
+import userEvent from "@testing-library/user-event";
 import { afterEach, expect, it, vi } from "vitest";
 import { MemoryRouter } from "react-router";
 
-import { ApiError, mayHeal } from "../src/api/client";
+import { ApiError, mayHeal, withFirst } from "../src/api/client";
 import EvaluationPage from "../src/pages/Evaluation";
 
 const reply = (status: number, body: unknown) =>
@@ -68,4 +70,48 @@ it("does not ask again after a 4xx", async () => {
   expect(await screen.findByText("failed with 403")).toBeTruthy();
   await new Promise((resolve) => setTimeout(resolve, 2500));
   expect(asked.list).toBe(1);
+});
+
+it("puts a created entry first, once", () => {
+  const a = { id: 1, name: "a" };
+  const b = { id: 2, name: "b" };
+  expect(withFirst(undefined, a)).toEqual({ items: [a], count: 1 });
+  expect(withFirst({ items: [a], count: 40 }, b)).toEqual({ items: [b, a], count: 41 });
+  expect(withFirst({ items: [b, a], count: 41 }, { ...b, name: "b2" })).toEqual({ items: [{ id: 2, name: "b2" }, a], count: 41 });
+});
+
+it("shows a started evaluation at once, even while the server cannot list it", async () => {
+  const created = {
+    id: 7,
+    status: "queued",
+    progress: 0,
+    message: "",
+    config: { preset: "quick" },
+    checkpoint_id: null,
+    created_at: "2026-12-01T00:00:00Z",
+    started_at: null,
+    finished_at: null,
+  };
+  let posted = false;
+  vi.stubGlobal(
+    "fetch",
+    vi.fn(async (input: RequestInfo | URL, init?: RequestInit) => {
+      const url = String(input);
+      if (url === "/api/auth/csrf") return reply(200, {});
+      if (url.startsWith("/api/evaluations/options")) {
+        return reply(200, { presets: {}, outcomes: [], default_outcomes: ["llmrouter.jsonl.gz"], methods: [] });
+      }
+      if (url === "/api/evaluations" && init?.method === "POST") {
+        posted = true;
+        return reply(201, created);
+      }
+      if (url.startsWith("/api/evaluations")) return posted ? reply(503, {}) : reply(200, { items: [], count: 0 });
+      return reply(404, { detail: "not here" });
+    }),
+  );
+  renderPage();
+  expect(await screen.findByText("No evaluation yet")).toBeTruthy();
+  await userEvent.click(screen.getByRole("button", { name: "Start evaluation" }));
+  expect(await screen.findByRole("option", { name: /#7 · quick · queued/ })).toBeTruthy();
+  expect(screen.queryByText("No evaluation yet")).toBeNull();
 });

@@ -31,6 +31,13 @@ export interface Page<T> {
   count: number;
 }
 
+/** A list page with `item` first (an entry of the same id replaced): the list as it stands once `item` was created. */
+export function withFirst<T extends { id: number }>(page: Page<T> | undefined, item: T): Page<T> {
+  const items = page?.items ?? [];
+  const rest = items.filter((entry) => entry.id !== item.id);
+  return { items: [item, ...rest], count: (page?.count ?? 0) + (rest.length === items.length ? 1 : 0) };
+}
+
 function cookie(name: string): string {
   const match = document.cookie.split("; ").find((part) => part.startsWith(`${name}=`));
   return match ? decodeURIComponent(match.slice(name.length + 1)) : "";

@@ -5,7 +5,7 @@ import { useEffect, useState, type FormEvent } from "react";
 import { useSearchParams } from "react-router";
 import { CartesianGrid, ResponsiveContainer, Scatter, ScatterChart, Tooltip, XAxis, YAxis, ZAxis } from "recharts";
 
-import { api, mayHeal, type Page } from "../api/client";
+import { api, mayHeal, withFirst, type Page } from "../api/client";
 import type { Evaluation, EvaluationDetail, EvaluationOptions } from "../api/types";
 import { ACTIVE, SeedField } from "../components/JobForm";
 import { Empty, ErrorText, Loading } from "../components/States";
@@ -102,6 +102,8 @@ function StartForm({ onStarted }: { onStarted: (id: number) => void }) {
     mutationFn: () =>
       api<Evaluation>("/api/evaluations", { method: "POST", body: { preset, seed, outcomes: outcome ? [outcome] : [] } }),
     onSuccess: (created) => {
+      // The list shows the new evaluation at once (and so keeps looking while it runs).
+      client.setQueryData<Page<Evaluation>>(["evaluations"], (page) => withFirst(page, created));
       client.invalidateQueries({ queryKey: ["evaluations"] });
       onStarted(created.id);
     },

@@ -5,7 +5,7 @@ import { useEffect, useMemo, useState, type FormEvent } from "react";
 import { useSearchParams } from "react-router";
 import { CartesianGrid, Legend, Line, LineChart, ResponsiveContainer, Tooltip, XAxis, YAxis } from "recharts";
 
-import { api, mayHeal, type Page } from "../api/client";
+import { api, mayHeal, withFirst, type Page } from "../api/client";
 import type { Checkpoint, EvaluationOptions, TrainingJob, TrainingJobDetail } from "../api/types";
 import { ACTIVE, SeedField } from "../components/JobForm";
 import { Empty, ErrorText, Loading } from "../components/States";
@@ -116,6 +116,8 @@ function StartForm({ onStarted }: { onStarted: (id: number) => void }) {
     mutationFn: () =>
       api<TrainingJob>("/api/training/jobs", { method: "POST", body: { kind, config: jobConfig(kind, size, seed, outcomes) } }),
     onSuccess: (job) => {
+      // The list shows the new job at once (and so keeps looking while it runs).
+      client.setQueryData<Page<TrainingJob>>(["training-jobs"], (page) => withFirst(page, job));
       client.invalidateQueries({ queryKey: ["training-jobs"] });
       onStarted(job.id);
     },
