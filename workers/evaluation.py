@@ -107,9 +107,9 @@ def evaluate_into(evaluation_id: int, args: list[str]) -> int:
     return 0
 
 
-def run_evaluation(evaluation_id: int) -> None:
-    """Run a queued evaluation to its end: a report, or a failure with its reason."""
-    run = evaluation_start(evaluation_id=evaluation_id)
+def run_evaluation(evaluation_id: int, worker: str = "") -> None:
+    """Run a queued evaluation to its end on `worker` (a Celery node name): a report, or a failure with its reason."""
+    run = evaluation_start(evaluation_id=evaluation_id, worker=worker)
     if run is None:
         log.info("evaluation %s is gone or not queued; nothing to do", evaluation_id)
         return

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 from typing import Any
 
-from celery import Task
+from celery import Task, signals
 from django.db import InterfaceError, OperationalError
 
 from workers.celery import app
+
+log = logging.getLogger(__name__)
 
 # For tasks that are idempotent: acknowledged only when done (a dead worker's task is
 # delivered again), and retried with backoff when the database connection drops. Ten retries,
@@ -71,18 +74,60 @@ def runs_recover() -> None:
     recover()
 
 
-@app.task(name="workers.train", time_limit=3 * 3600, soft_time_limit=3 * 3600 - 60)
-def train(job_id: int) -> None:
+JOB_TASKS = ("workers.train", "workers.evaluate")
+
+
+@signals.task_failure.connect
+def fail_lost_job(
+    sender: Task | None = None, args: Any = None, exception: BaseException | None = None, **_: Any
+) -> None:
+    """A training or evaluation job whose pool process died (killed, out of memory, past its
+    hard time limit) cannot record its end; the worker's parent gets this signal instead and
+    records it, so the job does not show as running forever. A job that recorded its end
+    already is left as it is."""
+    name = getattr(sender, "name", None)
+    if name not in JOB_TASKS or not args:
+        return
+    from studio.services.evaluations import evaluation_fail
+    from studio.services.training import training_job_fail
+
+    message = f"The worker process running it stopped ({type(exception).__name__}: {exception}). Start it again."
+    try:
+        if name == "workers.train":
+            training_job_fail(job_id=int(args[0]), message=message)
+        else:
+            evaluation_fail(evaluation_id=int(args[0]), message=message)
+    except Exception:  # the database may be away too: the row then stays as it was
+        log.warning("could not record the end of %s%s", name, tuple(args), exc_info=True)
+
+
+@signals.worker_ready.connect
+def fail_orphaned_jobs(sender: Any = None, **_: Any) -> None:
+    """A worker that has just started runs no job, so the jobs still marked running under its
+    name lost their process when it last stopped as a whole (where `fail_lost_job` had no
+    parent left to run in): record them failed."""
+    from studio.services.evaluations import jobs_fail_orphaned
+
+    worker = getattr(sender, "hostname", "") or ""
+    try:
+        if count := jobs_fail_orphaned(worker=worker):
+            log.warning("%s: %d job(s) it was running when it last stopped are marked failed", worker, count)
+    except Exception:  # the database may not be up yet: the rows then stay as they were
+        log.warning("could not look for the jobs %s left running", worker, exc_info=True)
+
+
+@app.task(bind=True, name="workers.train", time_limit=3 * 3600, soft_time_limit=3 * 3600 - 60)
+def train(self: Task, job_id: int) -> None:
     """Run one training job (queue `training`); progress and the checkpoint go to its row."""
     from workers.training import run_job
 
-    run_job(job_id)
+    run_job(job_id, worker=self.request.hostname or "")
 
 
-@app.task(name="workers.evaluate", time_limit=3 * 3600, soft_time_limit=3 * 3600 - 60)
-def evaluate(evaluation_id: int) -> None:
+@app.task(bind=True, name="workers.evaluate", time_limit=3 * 3600, soft_time_limit=3 * 3600 - 60)
+def evaluate(self: Task, evaluation_id: int) -> None:
     """Run one offline evaluation (sent to queue `training` by evaluation_create); progress and
     the report go to its row."""
     from workers.evaluation import run_evaluation
 
-    run_evaluation(evaluation_id)
+    run_evaluation(evaluation_id, worker=self.request.hostname or "")

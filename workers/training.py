@@ -68,9 +68,9 @@ def _train_reward_model(job: TrainingJob, progress: Progress, out: Path) -> Trai
 TRAINERS: dict[str, Trainer] = {"policy": _train_policy, "reward_model": _train_reward_model}
 
 
-def run_job(job_id: int) -> None:
-    """Run a queued job to its end: a checkpoint, or a failure with its reason."""
-    job = training_job_start(job_id=job_id)
+def run_job(job_id: int, worker: str = "") -> None:
+    """Run a queued job to its end on `worker` (a Celery node name): a checkpoint, or a failure with its reason."""
+    job = training_job_start(job_id=job_id, worker=worker)
     if job is None:
         log.info("training job %s is gone or not queued; nothing to do", job_id)
         return

@@ -55,6 +55,7 @@ class TrainingJob(models.Model):
     metrics = models.JSONField(default=dict, blank=True, help_text="the latest metrics")
     history = models.JSONField(default=list, blank=True, help_text="metrics over steps, for curves")
     message = models.TextField(blank=True)
+    worker = models.CharField(max_length=255, blank=True, help_text="the Celery worker (node name) that took it")
     checkpoint = models.ForeignKey(
         Checkpoint, on_delete=models.SET_NULL, null=True, blank=True, related_name="training_jobs"
     )
@@ -84,6 +85,7 @@ class EvaluationRun(models.Model):
     progress = models.FloatField(default=0.0, help_text="0 to 1")
     report = models.JSONField(default=dict, blank=True)
     message = models.TextField(blank=True)
+    worker = models.CharField(max_length=255, blank=True, help_text="the Celery worker (node name) that took it")
     checkpoint = models.ForeignKey(
         Checkpoint, on_delete=models.SET_NULL, null=True, blank=True, related_name="evaluations"
     )

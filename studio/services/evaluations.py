@@ -18,8 +18,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from studio.errors import Invalid, NotFound
-from studio.models import Checkpoint, CheckpointKind, EvaluationRun, JobStatus, User
-from studio.services.training import shipped_outcomes
+from studio.models import Checkpoint, CheckpointKind, EvaluationRun, JobStatus, TrainingJob, User
+from studio.services.training import shipped_outcomes, training_job_fail
 
 DEFAULT_OUTCOMES = ("llmrouter.jsonl.gz",)  # an upstream split, every method applies but two
 
@@ -143,13 +143,13 @@ def evaluation_create(*, user: User, options: dict[str, Any]) -> EvaluationRun:
 
 
 @transaction.atomic
-def evaluation_start(*, evaluation_id: int) -> EvaluationRun | None:
-    """Mark a queued evaluation running; None when it is gone or no longer queued."""
+def evaluation_start(*, evaluation_id: int, worker: str = "") -> EvaluationRun | None:
+    """Mark a queued evaluation running on `worker` (a Celery node name); None when it is gone or no longer queued."""
     run = EvaluationRun.objects.select_for_update().filter(pk=evaluation_id).first()
     if run is None or run.status != JobStatus.QUEUED:
         return None
-    run.status, run.started_at, run.message = JobStatus.RUNNING, timezone.now(), "started"
-    run.save(update_fields=["status", "started_at", "message"])
+    run.status, run.started_at, run.message, run.worker = JobStatus.RUNNING, timezone.now(), "started", worker
+    run.save(update_fields=["status", "started_at", "message", "worker"])
     return run
 
 
@@ -175,8 +175,25 @@ def evaluation_finish(*, evaluation_id: int, report: dict[str, Any], message: st
 
 @transaction.atomic
 def evaluation_fail(*, evaluation_id: int, message: str) -> None:
+    """Record that a queued or running evaluation failed, and why (an ended one is left as it is)."""
     run = EvaluationRun.objects.select_for_update().filter(pk=evaluation_id).first()
-    if run is None:
+    if run is None or run.status not in (JobStatus.QUEUED, JobStatus.RUNNING):
         return
     run.status, run.finished_at, run.message = JobStatus.FAILED, timezone.now(), message[:2000]
     run.save(update_fields=["status", "finished_at", "message"])
+
+
+def jobs_fail_orphaned(*, worker: str) -> int:
+    """Fail the training jobs and evaluations still running on `worker`, a worker that has just
+    started and so runs none of them: they lost their process when it last stopped (killed,
+    or the machine went down). Returns how many."""
+    if not worker:
+        return 0
+    message = f"The worker running it ({worker}) stopped before it ended. Start it again."
+    jobs = list(TrainingJob.objects.filter(status=JobStatus.RUNNING, worker=worker).values_list("pk", flat=True))
+    runs = list(EvaluationRun.objects.filter(status=JobStatus.RUNNING, worker=worker).values_list("pk", flat=True))
+    for job_id in jobs:
+        training_job_fail(job_id=job_id, message=message)
+    for evaluation_id in runs:
+        evaluation_fail(evaluation_id=evaluation_id, message=message)
+    return len(jobs) + len(runs)

@@ -90,13 +90,13 @@ def _notify(job: TrainingJob) -> None:
 
 
 @transaction.atomic
-def training_job_start(*, job_id: int) -> TrainingJob | None:
-    """Mark a queued job running; None when it is gone or no longer queued."""
+def training_job_start(*, job_id: int, worker: str = "") -> TrainingJob | None:
+    """Mark a queued job running on `worker` (a Celery node name); None when it is gone or no longer queued."""
     job = TrainingJob.objects.select_for_update().filter(pk=job_id).first()
     if job is None or job.status != JobStatus.QUEUED:
         return None
-    job.status, job.started_at, job.message = JobStatus.RUNNING, timezone.now(), "started"
-    job.save(update_fields=["status", "started_at", "message"])
+    job.status, job.started_at, job.message, job.worker = JobStatus.RUNNING, timezone.now(), "started", worker
+    job.save(update_fields=["status", "started_at", "message", "worker"])
     _notify(job)
     return job
 
@@ -135,8 +135,9 @@ def training_job_finish(
 
 @transaction.atomic
 def training_job_fail(*, job_id: int, message: str) -> None:
+    """Record that a queued or running job failed, and why (an ended one is left as it is)."""
     job = TrainingJob.objects.select_for_update().filter(pk=job_id).first()
-    if job is None:
+    if job is None or job.status not in (JobStatus.QUEUED, JobStatus.RUNNING):
         return
     job.status, job.finished_at, job.message = JobStatus.FAILED, timezone.now(), message[:2000]
     job.save(update_fields=["status", "finished_at", "message"])
