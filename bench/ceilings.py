@@ -194,19 +194,18 @@ def best_of_n_bound(seed: int, n: int = 8, lam: float = 0.05) -> None:
     distinct = np.mean([len(set(row)) for row in cand.tolist()])
     print(f"\nBest-of-{n} at λ={lam}, one plan executed at n1's estimated cost: {test.n_items} test items")
     print(f"  the policy's {n} samples hold {distinct:.2f} distinct pairs per item")
-    first = True
-    for name, estimate in [
-        ("the policy's per-item accuracy feature", feature),
-        ("benchmark accuracy on train", on_train),
-        ("benchmark accuracy on TEST (benchmark-level ceiling)", on_test),
-        ("the per-item feature + benchmark accuracy on TEST", feature + on_test),
-    ]:
-        lines = evaluate_lines(test, cand, estimate[rows, cand], est_cost)
-        n1, chosen = lines["n1"], lines["rm_matched"]
-        if first:
-            oracle = lines["oracle"]
-            print(f"  n1 macro {n1.macro_acc:.4f} at ${n1.cost_per_query:.2e}; oracle pass@{n} {oracle.macro_acc:.4f}")
-            first = False
+    estimates = {
+        "the policy's per-item accuracy feature": feature,
+        "benchmark accuracy on train": on_train,
+        "benchmark accuracy on TEST (benchmark-level ceiling)": on_test,
+        "the per-item feature + benchmark accuracy on TEST": feature + on_test,
+    }
+    lines = {name: evaluate_lines(test, cand, estimate[rows, cand], est_cost) for name, estimate in estimates.items()}
+    first = next(iter(lines.values()))  # n1 and the oracle do not depend on the estimate
+    n1, oracle = first["n1"], first["oracle"]
+    print(f"  n1 macro {n1.macro_acc:.4f} at ${n1.cost_per_query:.2e}; oracle pass@{n} {oracle.macro_acc:.4f}")
+    for name, line in lines.items():
+        chosen = line["rm_matched"]
         gain = 100 * (chosen.macro_acc - n1.macro_acc)
         ratio = chosen.cost_per_query / n1.cost_per_query
         print(f"  {name:58s} {chosen.macro_acc:.4f}  {gain:+.2f} points, {ratio:.2f}x n1's dollars")
