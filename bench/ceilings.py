@@ -100,6 +100,12 @@ def routerbench_bound(seed: int) -> None:
     print(f"  per-item oracle (the right pair of every item known in advance): macro {oracle_macro:.4f}")
 
 
+def both_files() -> OutcomeTable:
+    """RouterBench and LLMRouter together, the items some pair answered."""
+    table = load_table([DATA / "routerbench.jsonl.gz", DATA / "llmrouter.jsonl.gz"])
+    return table.rows(np.flatnonzero(table.available().any(axis=1)))
+
+
 def group_accuracy(source: OutcomeTable, keys: list[str], wanted: list[str]) -> np.ndarray:
     """float64 [len(wanted), p]: each pair's mean score on the `source` items of each wanted group."""
     labels = np.asarray(keys)
@@ -118,14 +124,12 @@ def pairwise_bound(seed: int) -> None:
     from sklearn.linear_model import LogisticRegression  # type: ignore[import-untyped]
 
     from orchestrator.learning.dataset import default_embedder, make_context
-    from orchestrator.learning.features import item_accuracy, task_features
-    from orchestrator.outcomes import DOMAINS
+    from orchestrator.learning.features import task_features
+    from orchestrator.reward.features import pool_estimates
     from orchestrator.reward.pairs import correct_over_incorrect
     from orchestrator.reward.prior import logit, table_prior
 
-    table = load_table([DATA / "routerbench.jsonl.gz", DATA / "llmrouter.jsonl.gz"])
-    table = table.rows(np.flatnonzero(table.available().any(axis=1)))
-    train, test = split_table(table, seed=seed)
+    train, test = split_table(both_files(), seed=seed)
     emb_tr = np.asarray(default_embedder(list(train.prompts)), dtype=np.float32)
     emb_te = np.asarray(default_embedder(list(test.prompts)), dtype=np.float32)
     pairs = correct_over_incorrect(test)
@@ -144,10 +148,7 @@ def pairwise_bound(seed: int) -> None:
     report(
         "benchmark accuracy on TEST (benchmark-level ceiling)", group_accuracy(test, test.benchmarks, test.benchmarks)
     )
-    context = make_context(train, emb_tr)
-    calib = context.calibration
-    dom = np.array([DOMAINS.index(d) if d in DOMAINS else 0 for d in test.domains])
-    feature = item_accuracy(calib, emb_te, test.domains, calib.domain_acc[dom], exclude_self=False)
+    _, feature, _ = pool_estimates(make_context(train, emb_tr), emb_te, test.domains, exclude_self=False, prior=None)
     report("the policy's per-item accuracy feature", feature)
     x_tr, x_te = task_features(emb_tr, train.domains), task_features(emb_te, test.domains)
     predicted = np.full((test.n_items, test.n_pairs), 0.5)
@@ -168,15 +169,12 @@ def best_of_n_bound(seed: int, n: int = 8, lam: float = 0.05) -> None:
     """Best-of-n at n1's estimated cost (as `orchestrator.evaluate_rm`), selected by prompt-only estimates."""
     from orchestrator.evaluate_rm import sample_candidates
     from orchestrator.learning.dataset import default_embedder
-    from orchestrator.learning.features import item_accuracy
     from orchestrator.learning.method import LearnedMethod
-    from orchestrator.outcomes import DOMAINS
     from orchestrator.reward.bestofn import evaluate_lines
+    from orchestrator.reward.features import pool_estimates
     from orchestrator.reward.prior import logit
 
-    table = load_table([DATA / "routerbench.jsonl.gz", DATA / "llmrouter.jsonl.gz"])
-    table = table.rows(np.flatnonzero(table.available().any(axis=1)))
-    train, test = split_table(table, seed=seed)
+    train, test = split_table(both_files(), seed=seed)
     emb_te = np.asarray(default_embedder(list(test.prompts)), dtype=np.float32)
     method = LearnedMethod(None)
     method.fit(train, seed=seed)
@@ -185,10 +183,8 @@ def best_of_n_bound(seed: int, n: int = 8, lam: float = 0.05) -> None:
     keep = np.flatnonzero((candidates >= 0).all(axis=1))
     test, cand, emb_te = test.rows(keep), candidates[keep], emb_te[keep]
     rows = np.arange(test.n_items)[:, None]
-    calib = method.context.calibration
-    dom = np.array([DOMAINS.index(d) if d in DOMAINS else 0 for d in test.domains])
-    est_cost = calib.domain_cost[dom][rows, cand] / calib.cost_ref
-    feature = logit(item_accuracy(calib, emb_te, test.domains, calib.domain_acc[dom], exclude_self=False))
+    _, accuracy, cost = pool_estimates(method.context, emb_te, test.domains, exclude_self=False, prior=None)
+    est_cost, feature = cost[rows, cand], logit(accuracy)
     on_train = logit(np.clip(group_accuracy(train, train.benchmarks, test.benchmarks), 0.01, 0.99))
     on_test = logit(np.clip(group_accuracy(test, test.benchmarks, test.benchmarks), 0.01, 0.99))
     distinct = np.mean([len(set(row)) for row in cand.tolist()])

@@ -16,6 +16,7 @@ from studio.models.runs import (
     Task,
 )
 from studio.models.training import (
+    JOB_ACTIVE,
     Checkpoint,
     CheckpointKind,
     EvaluationRun,
@@ -33,6 +34,7 @@ __all__ = [
     "CheckpointKind",
     "Domain",
     "EvaluationRun",
+    "JOB_ACTIVE",
     "JobStatus",
     "ModelEndpoint",
     "ModelPool",

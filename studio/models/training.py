@@ -47,6 +47,9 @@ class JobStatus(models.TextChoices):
     CANCELLED = "cancelled"
 
 
+JOB_ACTIVE = (JobStatus.QUEUED, JobStatus.RUNNING)  # a job in these has not ended yet
+
+
 class TrainingJob(models.Model):
     kind = models.CharField(max_length=20, choices=CheckpointKind.choices)
     status = models.CharField(max_length=20, choices=JobStatus.choices, default=JobStatus.QUEUED)

@@ -18,7 +18,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from studio.errors import Invalid, NotFound
-from studio.models import Checkpoint, CheckpointKind, EvaluationRun, JobStatus, TrainingJob, User
+from studio.models import JOB_ACTIVE, Checkpoint, CheckpointKind, EvaluationRun, JobStatus, TrainingJob, User
 from studio.services.training import shipped_outcomes, training_job_fail
 
 DEFAULT_OUTCOMES = ("llmrouter.jsonl.gz",)  # an upstream split, every method applies but two
@@ -177,7 +177,7 @@ def evaluation_finish(*, evaluation_id: int, report: dict[str, Any], message: st
 def evaluation_fail(*, evaluation_id: int, message: str) -> None:
     """Record that a queued or running evaluation failed, and why (an ended one is left as it is)."""
     run = EvaluationRun.objects.select_for_update().filter(pk=evaluation_id).first()
-    if run is None or run.status not in (JobStatus.QUEUED, JobStatus.RUNNING):
+    if run is None or run.status not in JOB_ACTIVE:
         return
     run.status, run.finished_at, run.message = JobStatus.FAILED, timezone.now(), message[:2000]
     run.save(update_fields=["status", "finished_at", "message"])

@@ -17,7 +17,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from studio.errors import Conflict, Invalid, NotFound
-from studio.models import Checkpoint, CheckpointKind, JobStatus, TrainingJob, User
+from studio.models import JOB_ACTIVE, Checkpoint, CheckpointKind, JobStatus, TrainingJob, User
 from studio.notifier import notifier
 
 HISTORY_LIMIT = 2000  # points kept for curves; later points thin the history evenly
@@ -137,7 +137,7 @@ def training_job_finish(
 def training_job_fail(*, job_id: int, message: str) -> None:
     """Record that a queued or running job failed, and why (an ended one is left as it is)."""
     job = TrainingJob.objects.select_for_update().filter(pk=job_id).first()
-    if job is None or job.status not in (JobStatus.QUEUED, JobStatus.RUNNING):
+    if job is None or job.status not in JOB_ACTIVE:
         return
     job.status, job.finished_at, job.message = JobStatus.FAILED, timezone.now(), message[:2000]
     job.save(update_fields=["status", "finished_at", "message"])
