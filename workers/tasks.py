@@ -64,14 +64,27 @@ def run_step(run_id: int) -> None:
     step(run_id=run_id)
 
 
-@app.task(name="workers.runs_recover", acks_late=False, time_limit=120, soft_time_limit=100)
-def runs_recover() -> None:
-    """Step every run that went quiet (see studio.services.scheduling.runs_recover). Queued
-    every ORCHESTRA_RECOVERY_INTERVAL_S by one worker (workers.celery.RecoverySweep); a lost
-    one is simply queued again next time."""
+@app.task(bind=True, name="workers.runs_recover", acks_late=False, time_limit=120, soft_time_limit=100)
+def runs_recover(self: Task) -> None:
+    """Step every run that went quiet (see studio.services.scheduling.runs_recover), and fail
+    the jobs of workers that stopped answering (studio.services.evaluations.jobs_fail_silent).
+    Queued every ORCHESTRA_RECOVERY_INTERVAL_S by one worker (workers.celery.RecoverySweep); a
+    lost one is simply queued again next time."""
+    from django.conf import settings
+
+    from studio.services.evaluations import jobs_fail_silent
     from studio.services.scheduling import runs_recover as recover
 
     recover()
+    me = self.request.hostname or ""
+    if count := jobs_fail_silent(answering=answering, me=me, after_s=settings.ORCHESTRA_WORKER_SILENT_S):
+        log.warning("%d job(s) of workers that stopped answering are marked failed", count)
+
+
+def answering(names: list[str], timeout: float = 2.0) -> set[str]:
+    """The workers among `names` (node names) that answer a remote-control ping within `timeout`."""
+    replies = app.control.ping(destination=names, timeout=timeout) or []
+    return {name for reply in replies for name in reply}
 
 
 JOB_TASKS = ("workers.train", "workers.evaluate")

@@ -10,10 +10,13 @@ is the CLI's JSON report.
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 from django.conf import settings
+from django.core.cache import cache
 from django.db import transaction
 from django.utils import timezone
 
@@ -197,3 +200,49 @@ def jobs_fail_orphaned(*, worker: str) -> int:
     for evaluation_id in runs:
         evaluation_fail(evaluation_id=evaluation_id, message=message)
     return len(jobs) + len(runs)
+
+
+SILENT_KEY = "orchestra:worker-silent:{}"  # cache: when a worker with running jobs first did not answer
+
+
+def jobs_workers() -> list[str]:
+    """The workers that training jobs or evaluations are running on, by node name."""
+    names = set(TrainingJob.objects.filter(status=JobStatus.RUNNING).values_list("worker", flat=True))
+    names |= set(EvaluationRun.objects.filter(status=JobStatus.RUNNING).values_list("worker", flat=True))
+    return sorted(name for name in names if name)
+
+
+def jobs_fail_silent(*, answering: Callable[[list[str]], Iterable[str]], me: str, after_s: float) -> int:
+    """Fail the jobs running on a worker that has answered no ping for `after_s` seconds (it
+    was killed for good, or its machine is gone, and no worker of its name started again to
+    clean up: see jobs_fail_orphaned). `answering(names)` pings the workers and returns those
+    that answered; `me`, the asking worker, is asked too, and if even it does not answer the
+    pings are not getting through, so nothing is failed. Returns how many jobs were failed."""
+    names = jobs_workers()
+    if not names or after_s <= 0:
+        return 0
+    answered = set(answering(sorted({*names, me} - {""})))
+    if me and me not in answered:
+        return 0
+    now, failed = time.time(), 0
+    for name in names:
+        key = SILENT_KEY.format(name)
+        if name in answered:
+            cache.delete(key)
+            continue
+        cache.add(key, now, timeout=int(after_s * 10) + 60)
+        silent_s = now - float(cache.get(key, now))
+        if silent_s < after_s:
+            continue
+        message = (
+            f"The worker running it ({name}) has not answered for {silent_s:.0f} s; taken as gone. Start it again."
+        )
+
+        for job_id in TrainingJob.objects.filter(status=JobStatus.RUNNING, worker=name).values_list("pk", flat=True):
+            training_job_fail(job_id=job_id, message=message)
+            failed += 1
+        for run_id in EvaluationRun.objects.filter(status=JobStatus.RUNNING, worker=name).values_list("pk", flat=True):
+            evaluation_fail(evaluation_id=run_id, message=message)
+            failed += 1
+        cache.delete(key)
+    return failed

@@ -154,6 +154,10 @@ ORCHESTRA_ATTEMPT_STALE_S = min(CELERY_TASK_TIME_LIMIT, CELERY_BROKER_TRANSPORT_
 # pending or running that recorded no event for as long: a step whose message was lost while
 # Redis or PostgreSQL was away is taken again, and attempts lost with it are sent again. 0: off.
 ORCHESTRA_RECOVERY_INTERVAL_S = env_int("ORCHESTRA_RECOVERY_INTERVAL_S", 30)
+# The same sweep pings the workers that training jobs and evaluations are running on; the jobs
+# of one that has answered no ping for this many seconds are marked failed (it is gone for
+# good: no worker of its name started again to clean up). 0: off.
+ORCHESTRA_WORKER_SILENT_S = env_int("ORCHESTRA_WORKER_SILENT_S", 120)
 # Celery's Django fixup closes database connections around every task unless told to reuse
 # them; a new PostgreSQL session per task cost about a third of the throughput (bench/throughput.py).
 CELERY_DB_REUSE_MAX = env_int("CELERY_DB_REUSE_MAX", 1000)

@@ -1,17 +1,21 @@
 """A training or evaluation job whose process died is recorded as failed, with the reason:
 - a lost pool child, through Celery's real task_failure signal, as the worker's parent sends it;
-- a whole worker gone, when a worker of the same name starts again (the worker_ready signal).
+- a whole worker gone, when a worker of the same name starts again (the worker_ready signal);
+- a whole worker gone for good, when it has answered no ping for long enough (the sweep).
 A job that already ended is left as it is."""
 
 from __future__ import annotations
 
 import socket
+import uuid
 
 import pytest
 from billiard.exceptions import WorkerLostError
 from celery import signals
 
 from studio.models import EvaluationRun, JobStatus, TrainingJob
+from studio.services import evaluations
+from tests.support.worker import running_worker
 from workers import tasks
 
 pytestmark = pytest.mark.django_db
@@ -89,3 +93,84 @@ def test_a_job_records_the_worker_that_took_it() -> None:
     job.refresh_from_db()
     assert job.worker == socket.gethostname()
     assert job.status == JobStatus.FAILED  # an unknown kind: failed with its reason, not left running
+
+
+class Clock:
+    """Stands in for time.time in the service, so that a silence can last without waiting."""
+
+    def __init__(self) -> None:
+        self.now = 1_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_the_jobs_of_a_worker_silent_for_long_enough_are_failed_and_only_those(monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = Clock()
+    monkeypatch.setattr(evaluations.time, "time", clock)
+    gone, alive = f"gone-{uuid.uuid4().hex[:8]}@vm", f"alive-{uuid.uuid4().hex[:8]}@vm"
+    lost_run = EvaluationRun.objects.create(config={}, status=JobStatus.RUNNING, worker=gone)
+    lost_job = TrainingJob.objects.create(kind="policy", config={}, status=JobStatus.RUNNING, worker=gone)
+    kept = EvaluationRun.objects.create(config={}, status=JobStatus.RUNNING, worker=alive)
+    asked: list[list[str]] = []
+
+    def answering(names: list[str]) -> set[str]:
+        asked.append(names)
+        return {alive, "sweeper@vm"}
+
+    def sweep() -> int:
+        return evaluations.jobs_fail_silent(answering=answering, me="sweeper@vm", after_s=120)
+
+    assert sweep() == 0  # the first silence is only noted
+    assert asked == [sorted([gone, alive, "sweeper@vm"])]
+    clock.now += 119
+    assert sweep() == 0
+    lost_run.refresh_from_db()
+    assert lost_run.status == JobStatus.RUNNING
+    clock.now += 2
+    assert sweep() == 2
+    for row in (lost_run, lost_job, kept):
+        row.refresh_from_db()
+    assert (lost_run.status, lost_job.status, kept.status) == (JobStatus.FAILED, JobStatus.FAILED, JobStatus.RUNNING)
+    assert f"The worker running it ({gone}) has not answered for 121 s" in lost_run.message
+    assert "Start it again" in lost_job.message
+
+
+def test_a_worker_that_answers_again_starts_its_silence_over(monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = Clock()
+    monkeypatch.setattr(evaluations.time, "time", clock)
+    name = f"flaky-{uuid.uuid4().hex[:8]}@vm"
+    run = EvaluationRun.objects.create(config={}, status=JobStatus.RUNNING, worker=name)
+    replies = iter([set(), {name}, set(), set()])
+
+    def sweep() -> int:
+        answered = next(replies) | {"me@vm"}
+        return evaluations.jobs_fail_silent(answering=lambda names: answered, me="me@vm", after_s=60)
+
+    assert sweep() == 0  # silent from now
+    clock.now += 50
+    assert sweep() == 0  # answered: the silence is over
+    clock.now += 50
+    assert sweep() == 0  # silent again, from now
+    clock.now += 30
+    assert sweep() == 0  # 30 s of silence, not 130
+    run.refresh_from_db()
+    assert run.status == JobStatus.RUNNING
+
+
+def test_no_job_is_failed_when_even_the_asking_worker_does_not_answer(monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = Clock()
+    monkeypatch.setattr(evaluations.time, "time", clock)
+    run = EvaluationRun.objects.create(config={}, status=JobStatus.RUNNING, worker=f"w-{uuid.uuid4().hex[:8]}@vm")
+    for _ in range(3):  # pings are not getting through: nobody can be told gone
+        assert evaluations.jobs_fail_silent(answering=lambda names: set(), me="me@vm", after_s=1) == 0
+        clock.now += 100
+    run.refresh_from_db()
+    assert run.status == JobStatus.RUNNING
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_live_worker_answers_the_ping_and_a_gone_one_does_not() -> None:
+    with running_worker(concurrency=1) as worker:
+        name = worker.hostname  # type: ignore[attr-defined]
+        assert tasks.answering([name, "gone@nowhere"], timeout=3.0) == {name}
