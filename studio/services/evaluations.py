@@ -234,10 +234,8 @@ def jobs_fail_silent(*, answering: Callable[[list[str]], Iterable[str]], me: str
         silent_s = now - float(cache.get(key, now))
         if silent_s < after_s:
             continue
-        message = (
-            f"The worker running it ({name}) has not answered for {silent_s:.0f} s; taken as gone. Start it again."
-        )
-
+        silence = f"has not answered for {silent_s:.0f} s; taken as gone"
+        message = f"The worker running it ({name}) {silence}. Start it again."
         for job_id in TrainingJob.objects.filter(status=JobStatus.RUNNING, worker=name).values_list("pk", flat=True):
             training_job_fail(job_id=job_id, message=message)
             failed += 1
