@@ -192,7 +192,11 @@ def jobs_fail_orphaned(*, worker: str) -> int:
     or the machine went down). Returns how many."""
     if not worker:
         return 0
-    message = f"The worker running it ({worker}) stopped before it ended. Start it again."
+    return jobs_fail_on(worker, f"The worker running it ({worker}) stopped before it ended. Start it again.")
+
+
+def jobs_fail_on(worker: str, message: str) -> int:
+    """Fail the training jobs and evaluations running on `worker` with `message`; how many."""
     jobs = list(TrainingJob.objects.filter(status=JobStatus.RUNNING, worker=worker).values_list("pk", flat=True))
     runs = list(EvaluationRun.objects.filter(status=JobStatus.RUNNING, worker=worker).values_list("pk", flat=True))
     for job_id in jobs:
@@ -217,12 +221,12 @@ def jobs_fail_silent(*, answering: Callable[[list[str]], Iterable[str]], me: str
     was killed for good, or its machine is gone, and no worker of its name started again to
     clean up: see jobs_fail_orphaned). `answering(names)` pings the workers and returns those
     that answered; `me`, the asking worker, is asked too, and if even it does not answer the
-    pings are not getting through, so nothing is failed. Returns how many jobs were failed."""
+    pings are not getting through, so nothing is failed (nor without a name for it). Returns how many jobs were failed."""
     names = jobs_workers()
     if not names or after_s <= 0:
         return 0
     answered = set(answering(sorted({*names, me} - {""})))
-    if me and me not in answered:
+    if me not in answered:  # no answer even from here (or no name): pings are not getting through
         return 0
     now, failed = time.time(), 0
     for name in names:
@@ -235,12 +239,6 @@ def jobs_fail_silent(*, answering: Callable[[list[str]], Iterable[str]], me: str
         if silent_s < after_s:
             continue
         silence = f"has not answered for {silent_s:.0f} s; taken as gone"
-        message = f"The worker running it ({name}) {silence}. Start it again."
-        for job_id in TrainingJob.objects.filter(status=JobStatus.RUNNING, worker=name).values_list("pk", flat=True):
-            training_job_fail(job_id=job_id, message=message)
-            failed += 1
-        for run_id in EvaluationRun.objects.filter(status=JobStatus.RUNNING, worker=name).values_list("pk", flat=True):
-            evaluation_fail(evaluation_id=run_id, message=message)
-            failed += 1
+        failed += jobs_fail_on(name, f"The worker running it ({name}) {silence}. Start it again.")
         cache.delete(key)
     return failed
