@@ -11,7 +11,8 @@ For each seed:
    per source file and pooled (a pair is judged at the lowest λ at which it holds: λ = 0
    for correct-over-incorrect);
 3. the learned policy is fitted on the train items; for each test item it samples N
-   candidate plans at λ; the lines of `reward.bestofn` are scored.
+   candidate plans at λ, and takes its greedy plan (what a run without best_of executes);
+   the lines of `reward.bestofn` are scored, the greedy ones included.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from orchestrator.learning.episode import rollout
 from orchestrator.learning.features import task_features
 from orchestrator.learning.method import LearnedMethod
 from orchestrator.outcomes import DOMAINS
-from orchestrator.reward.bestofn import LINES, evaluate_lines
+from orchestrator.reward.bestofn import GREEDY_LINES, LINES, evaluate_lines
 from orchestrator.reward.features import table_plan_features
 from orchestrator.reward.model import RewardNet
 from orchestrator.reward.pairs import cheaper_correct, concat, correct_over_incorrect, node_level
@@ -76,6 +77,16 @@ def sample_candidates(
             )
             out[:, k] = [calls[0] if calls else -1 for calls in episode.order]
     return out
+
+
+def greedy_plans(method: LearnedMethod, test: OutcomeTable, emb: np.ndarray, *, lam: float) -> np.ndarray:
+    """int64 [items]: the first pair of the fitted policy's greedy episode at λ (-1: none), what a
+    run without best_of executes."""
+    assert method.net is not None and method.context is not None
+    batch = encode(test, emb, method.context, with_outcomes=False)
+    with torch.no_grad():
+        episode = rollout(method.net, batch, torch.full((test.n_items,), lam), max_steps=1, mode="greedy")
+    return np.array([calls[0] if calls else -1 for calls in episode.order], dtype=np.int64)
 
 
 def reward_matrix(net: RewardNet, task: np.ndarray, plans: np.ndarray, lam: float) -> np.ndarray:
@@ -122,18 +133,25 @@ def run_seed(
     method.fit(train, seed=seed)
     policy_s = time.perf_counter() - start
     candidates = sample_candidates(method, test, emb_te, n=n, lam=lam, seed=seed)
-    routable = (candidates >= 0).all(axis=1)
-    test_r, cand = test.rows(np.flatnonzero(routable)), candidates[routable]
+    greedy = greedy_plans(method, test, emb_te, lam=lam)
+    routable = (candidates >= 0).all(axis=1) & (greedy >= 0)
+    test_r, cand, greedy = test.rows(np.flatnonzero(routable)), candidates[routable], greedy[routable]
     rows = np.arange(test_r.n_items)[:, None]
     reward = reward_matrix(net, task_te[routable], plans_te[routable], lam)[rows, cand]
     reward_acc = reward_matrix(net, task_te[routable], plans_te[routable], 0.0)[rows, cand]
     dom = np.array([DOMAINS.index(d) if d in DOMAINS else 0 for d in test_r.domains])
-    est_cost = context.calibration.domain_cost[dom][rows, cand] / cost_ref
-    lines = {"all": evaluate_lines(test_r, cand, reward, est_cost, reward_acc=reward_acc)}
-    for name in sorted(set(test_r.sources)):
-        keep = np.flatnonzero(np.asarray(test_r.sources) == name)
+    pair_cost = context.calibration.domain_cost[dom] / cost_ref  # [items, p]
+    est_cost, greedy_cost = pair_cost[rows, cand], pair_cost[rows[:, 0], greedy]
+    lines = {}
+    for name in ("all", *sorted(set(test_r.sources))):
+        keep = np.flatnonzero((np.asarray(test_r.sources) == name) | (name == "all"))
         lines[name] = evaluate_lines(
-            test_r.rows(keep), cand[keep], reward[keep], est_cost[keep], reward_acc=reward_acc[keep]
+            test_r.rows(keep),
+            cand[keep],
+            reward[keep],
+            est_cost[keep],
+            reward_acc=reward_acc[keep],
+            greedy=(greedy[keep], greedy_cost[keep]),
         )
     return {
         "seed": seed,
@@ -163,7 +181,7 @@ def report(results: list[dict[str, Any]], *, n: int, lam: float) -> None:
     print(f"\nBest-of-{n} at λ={lam}: macro accuracy, $/query, executed plans and LLM tokens per query")
     for group in results[0]["lines"]:
         print(f"  [{group}]")
-        for line in LINES:
+        for line in (*LINES, *GREEDY_LINES):
             rows = [r["lines"][group][line] for r in results]
             print(
                 f"    {line:11s} macro {mean_sd([x['macro_acc'] for x in rows])}"
@@ -175,7 +193,12 @@ def report(results: list[dict[str, Any]], *, n: int, lam: float) -> None:
         n1 = [100 * r["lines"][group]["n1"]["macro_acc"] for r in results]
         gain = [100 * r["lines"][group]["rm"]["macro_acc"] - a for r, a in zip(results, n1, strict=True)]
         matched = [100 * r["lines"][group]["rm_matched"]["macro_acc"] - a for r, a in zip(results, n1, strict=True)]
+        greedy = [100 * r["lines"][group]["greedy"]["macro_acc"] for r in results]
+        at_greedy = [
+            100 * r["lines"][group]["rm_at_greedy"]["macro_acc"] - a for r, a in zip(results, greedy, strict=True)
+        ]
         print(f"    rm − n1: {mean_sd(gain)} points; rm_matched − n1: {mean_sd(matched)} points")
+        print(f"    rm_at_greedy − greedy: {mean_sd(at_greedy)} points")
     print(
         "\ntimes (s): "
         + ", ".join(f"seed {r['seed']}: RM {r['time/rm_s']:.1f}, policy {r['time/policy_s']:.1f}" for r in results)

@@ -8,6 +8,10 @@ Lines, each scored on the same candidates (shapes: n items, N candidates, p pair
   a test item is read to tune it): best-of-N at the same cost as N = 1;
 - majority: every distinct candidate executed, the most common answer kept;
 - oracle: pass@N, every distinct candidate executed, right if any is.
+Given the policy's greedy plan (its single most likely one: what a run without best_of
+executes), two more:
+- greedy: that plan executed;
+- rm_at_greedy: as rm_matched, held to the greedy plan's estimated cost instead of n1's.
 Scoring plans with OrchRM calls no model: its token count is 0, and the accounting says so.
 """
 
@@ -23,6 +27,7 @@ from orchestrator.routing.metrics import macro_accuracy
 from orchestrator.routing.table import OutcomeTable
 
 LINES = ("n1", "rm", "rm_matched", "majority", "oracle")
+GREEDY_LINES = ("greedy", "rm_at_greedy")  # with a greedy plan only
 
 
 @dataclass(frozen=True)
@@ -81,9 +86,11 @@ def evaluate_lines(
     est_cost: np.ndarray,
     *,
     reward_acc: np.ndarray | None = None,
+    greedy: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> dict[str, LineResult]:
     """Score every line; candidates [n, N] columns; reward (at the run's λ), reward_acc (at λ = 0,
-    default `reward`) and est_cost [n, N] for them."""
+    default `reward`) and est_cost [n, N] for them; greedy: the greedy plan's pair column and
+    its estimated cost [n] each, for the greedy lines."""
     acc_reward = reward if reward_acc is None else reward_acc
     n, k = candidates.shape
     rows = np.arange(n)[:, None]
@@ -116,6 +123,16 @@ def evaluate_lines(
         ),
         "oracle": (score.max(1), (cost * distinct).sum(1), (tokens * distinct).sum(1), distinct.sum(1).astype(float)),
     }
+    if greedy is not None:
+        pair, pair_est = greedy
+        at = np.arange(n), pair
+        lines["greedy"] = (
+            np.nan_to_num(test.score[at]),
+            np.nan_to_num(test.cost[at]),
+            np.nan_to_num(test.tokens_in[at] + test.tokens_out[at]),
+            np.ones(n),
+        )
+        lines["rm_at_greedy"] = (*single(select_matched(acc_reward, est_cost, float(pair_est.mean()))), np.ones(n))
     out = {}
     for name, (s, c, t, e) in lines.items():
         per_bench = {b: float(s[np.array(test.benchmarks) == b].mean()) for b in sorted(set(test.benchmarks))}

@@ -220,6 +220,27 @@ def test_best_of_n_lines_on_a_hand_made_table() -> None:
     assert est[[0, 1], chosen].mean() <= 7 / 3 + 1e-9
 
 
+def test_the_greedy_lines_execute_the_greedy_plan_and_match_its_cost() -> None:
+    table = hand_table(
+        score=[[0, 0, 1], [1, 1, 0]],
+        cost=[[1, 2, 4], [1, 2, 4]],
+        responses=[["X", "X", "Y"], ["Z", "Z", "W"]],
+    )
+    candidates = np.array([[0, 0, 1], [1, 1, 2]])  # the samples never hold item 0's right pair
+    reward = np.array([[0.0, 0.0, 0.5], [0.9, 0.9, 0.1]])
+    est = np.array([[1.0, 1.0, 2.0], [2.0, 2.0, 4.0]])
+    greedy = (np.array([2, 0]), np.array([4.0, 1.0]))  # pairs 2 and 0: right, then right
+    lines = evaluate_lines(table, candidates, reward, est, greedy=greedy)
+    assert lines["greedy"].macro_acc == 1.0
+    assert lines["greedy"].cost_per_query == pytest.approx((4 + 1) / 2)
+    assert lines["greedy"].executed_per_query == 1.0 and lines["greedy"].scoring_tokens == 0
+    # Held to the greedy plan's estimated cost (2.5 a query), OrchRM takes item 1's pair 1 (right)
+    # and item 0's pair 1 (wrong): a candidate, never the greedy plan itself.
+    assert lines["rm_at_greedy"].macro_acc == pytest.approx(0.5)
+    assert lines["rm_at_greedy"].cost_per_query == pytest.approx((2 + 2) / 2)
+    assert "greedy" not in evaluate_lines(table, candidates, reward, est)
+
+
 def test_the_matched_selection_spends_the_budget_that_one_common_penalty_leaves() -> None:
     # Four alike items: a cheap candidate (reward 0, cost 1) and a dear one (reward 1, cost 3),
     # the last item's dear one a little better. Any one penalty moves all four or none; a
