@@ -221,7 +221,8 @@ def jobs_fail_silent(*, answering: Callable[[list[str]], Iterable[str]], me: str
     was killed for good, or its machine is gone, and no worker of its name started again to
     clean up: see jobs_fail_orphaned). `answering(names)` pings the workers and returns those
     that answered; `me`, the asking worker, is asked too, and if even it does not answer the
-    pings are not getting through, so nothing is failed (nor without a name for it). Returns how many jobs were failed."""
+    pings are not getting through, so nothing is failed (nor without a name for it). Returns
+    how many jobs were failed."""
     names = jobs_workers()
     if not names or after_s <= 0:
         return 0

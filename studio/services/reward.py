@@ -46,7 +46,8 @@ def check_best_of(*, best_of: int) -> None:
         raise Invalid(
             "best_of",
             "best_of needs a default reward model; train and promote one "
-            "(POST /api/training/jobs with kind reward_model), or use best_of 1.",
+            "(on the Training page, kind Reward model: the first one becomes the default; or "
+            "POST /api/training/jobs with kind reward_model), or use best_of 1.",
         )
 
 
