@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 
 import { jobConfig } from "../src/pages/Training";
-import { curveKeys, extendHistory, type CurvePoint, type TrainingProgress } from "../src/lib/trainingSocket";
+import { curveKeys, extendHistory, metricSummary, type CurvePoint, type TrainingProgress } from "../src/lib/trainingSocket";
 
 const message = (progress: number, metrics: Record<string, unknown>): TrainingProgress => ({
   kind: "progress", id: 1, status: "running", progress, metrics, message: "sft",
@@ -24,8 +24,24 @@ describe("extendHistory", () => {
 
 describe("curveKeys", () => {
   it("splits losses from accuracies and drops timings and counts", () => {
-    const keys = curveKeys([{ progress: 0.1, "loss/bt": 0.6, "train/accuracy": 0.7, "time/fit_s": 3, "data/pairs": 9 }]);
-    expect(keys).toEqual({ loss: ["loss/bt"], other: ["train/accuracy"] });
+    const keys = curveKeys([{ progress: 0.1, "loss/bt": 0.6, "fit/accuracy": 0.7, "time/fit_s": 3, "data/pairs": 9 }]);
+    expect(keys).toEqual({ loss: ["loss/bt"], other: ["fit/accuracy"] });
+  });
+});
+
+describe("metricSummary", () => {
+  it("puts accuracies first and shows counts as whole numbers", () => {
+    const metrics = {
+      "train/pairs": 517, "train/margin": 3.5612, "train/accuracy": 0.7719, "train/reward_std": 4.06,
+      "train/accuracy/node_level": 0.9, "cost/beta": 1.2, "fit/accuracy": 0.91, note: "x",
+    };
+    expect(metricSummary(metrics)).toEqual([
+      ["train/accuracy", "0.772"],
+      ["train/accuracy/node_level", "0.900"],
+      ["train/margin", "3.561"],
+      ["train/reward_std", "4.060"],
+      ["train/pairs", "517"],
+    ]);
   });
 });
 

@@ -206,7 +206,9 @@ def train_reward(
             sched.step()
             losses.append(float(loss.detach()))
             hits.append(float((r_win > r_lose).float().mean()))
-        history = {"loss/bt": float(np.mean(losses)) if losses else 0.0, "train/accuracy": float(np.mean(hits or [0]))}
+        # fit/accuracy: the epoch's batches ranked right while fitted (the pairs fitted on, at the λ
+        # drawn); train/accuracy, at the end, is every training pair judged once (pair_metrics).
+        history = {"loss/bt": float(np.mean(losses)) if losses else 0.0, "fit/accuracy": float(np.mean(hits or [0]))}
         if valid is not None and len(valid):
             history |= pair_metrics(net, valid, "valid")
         if progress is not None:

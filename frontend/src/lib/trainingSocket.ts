@@ -76,3 +76,16 @@ export function curveKeys(history: CurvePoint[]): { loss: string[]; other: strin
   const sorted = [...keys].sort();
   return { loss: sorted.filter((k) => /loss/i.test(k)), other: sorted.filter((k) => !/loss/i.test(k)) };
 }
+
+// Accuracies first, then margins and rewards, then counts; a count reads as a whole number.
+const SUMMARY_ORDER = [/accuracy/, /margin|reward/, /./];
+
+/** A checkpoint's headline metrics, at most six, formatted. */
+export function metricSummary(metrics: Record<string, unknown>): [string, string][] {
+  const rank = (key: string) => SUMMARY_ORDER.findIndex((pattern) => pattern.test(key));
+  return Object.entries(metrics)
+    .filter((entry): entry is [string, number] => typeof entry[1] === "number" && /^(eval|valid|train)\//.test(entry[0]))
+    .sort(([a], [b]) => rank(a) - rank(b) || a.length - b.length || a.localeCompare(b))
+    .slice(0, 6)
+    .map(([key, value]) => [key, Number.isInteger(value) ? String(value) : value.toFixed(3)]);
+}

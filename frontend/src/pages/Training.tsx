@@ -10,7 +10,7 @@ import type { Checkpoint, EvaluationOptions, TrainingJob, TrainingJobDetail } fr
 import { ACTIVE, SeedField } from "../components/JobForm";
 import { Empty, ErrorText, Loading } from "../components/States";
 import { pct, when } from "../lib/format";
-import { curveKeys, extendHistory, watchTrainingJob, type CurvePoint, type TrainingProgress } from "../lib/trainingSocket";
+import { curveKeys, extendHistory, metricSummary, watchTrainingJob, type CurvePoint, type TrainingProgress } from "../lib/trainingSocket";
 import "./Training.css";
 
 type Kind = "policy" | "reward_model";
@@ -301,13 +301,6 @@ function JobCurves({ id, live, status }: { id: number; live?: TrainingProgress; 
       {all.length > 0 && <p className="muted small">Losses on the left axis; accuracies and rewards on the right.</p>}
     </section>
   );
-}
-
-function metricSummary(metrics: Record<string, unknown>): [string, string][] {
-  return Object.entries(metrics)
-    .filter(([key, value]) => typeof value === "number" && /^(eval|valid|train)\//.test(key))
-    .slice(0, 6)
-    .map(([key, value]) => [key, (value as number).toFixed(3)]);
 }
 
 function lineageSummary(lineage: Record<string, unknown>): string {
