@@ -33,11 +33,11 @@ describe("metricSummary", () => {
   it("puts accuracies first and shows counts as whole numbers", () => {
     const metrics = {
       "train/pairs": 517, "train/margin": 3.5612, "train/accuracy": 0.7719, "train/reward_std": 4.06,
-      "train/accuracy/node_level": 0.9, "cost/beta": 1.2, "fit/accuracy": 0.91, note: "x",
+      "train/accuracy/node_level": 1, "cost/beta": 1.2, "fit/accuracy": 0.91, note: "x",
     };
     expect(metricSummary(metrics)).toEqual([
       ["train/accuracy", "0.772"],
-      ["train/accuracy/node_level", "0.900"],
+      ["train/accuracy/node_level", "1.000"],
       ["train/margin", "3.561"],
       ["train/reward_std", "4.060"],
       ["train/pairs", "517"],

@@ -77,7 +77,7 @@ export function curveKeys(history: CurvePoint[]): { loss: string[]; other: strin
   return { loss: sorted.filter((k) => /loss/i.test(k)), other: sorted.filter((k) => !/loss/i.test(k)) };
 }
 
-// Accuracies first, then margins and rewards, then counts; a count reads as a whole number.
+// Accuracies first, then margins and rewards, then the rest (counts), where a whole number reads as one.
 const SUMMARY_ORDER = [/accuracy/, /margin|reward/, /./];
 
 /** A checkpoint's headline metrics, at most six, formatted. */
@@ -87,5 +87,5 @@ export function metricSummary(metrics: Record<string, unknown>): [string, string
     .filter((entry): entry is [string, number] => typeof entry[1] === "number" && /^(eval|valid|train)\//.test(entry[0]))
     .sort(([a], [b]) => rank(a) - rank(b) || a.length - b.length || a.localeCompare(b))
     .slice(0, 6)
-    .map(([key, value]) => [key, Number.isInteger(value) ? String(value) : value.toFixed(3)]);
+    .map(([key, value]) => [key, Number.isInteger(value) && rank(key) === 2 ? String(value) : value.toFixed(3)]);
 }
