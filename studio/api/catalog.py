@@ -39,10 +39,24 @@ class RecordedItemOut(Schema):
     benchmark: str
     domain: str
     prompt: str = Field(description=f"the first {PROMPT_PREVIEW} characters")
+    question: str = Field(
+        description=f"what tells the item apart: after few-shot examples, the last block; {PROMPT_PREVIEW} characters"
+    )
 
     @staticmethod
     def resolve_prompt(row: dict[str, Any]) -> str:
         return row["prompt"][:PROMPT_PREVIEW]
+
+    @staticmethod
+    def resolve_question(row: dict[str, Any]) -> str:
+        return question_of(row["prompt"])[:PROMPT_PREVIEW]
+
+
+def question_of(prompt: str) -> str:
+    """The item's own question. A few-shot prompt (RouterBench's, say) starts with the same
+    solved examples in every item, blank-line separated; its question is the last block."""
+    blocks = [block for block in prompt.strip().split("\n\n") if block.strip()]
+    return blocks[-1].strip() if len(blocks) >= 3 else prompt.strip()
 
 
 class ItemFilters(Schema):

@@ -56,7 +56,17 @@ def test_recorded_items_are_one_row_per_item_filtered_and_paged(api_as) -> None:
 def test_a_long_prompt_is_cut_to_a_preview(api_as) -> None:
     recorded("rb", "rb.9", "m", "y" * 5000)
     (row,) = api_as().get("/recorded-items").json_body["items"]
-    assert row["prompt"] == "y" * 400
+    assert row["prompt"] == row["question"] == "y" * 400
+
+
+def test_an_item_is_told_apart_by_its_own_question_not_the_few_shot_examples(api_as) -> None:
+    shots = "Q: 1+1?\nAnswer:\n2\n\nQ: 2+2?\nAnswer:\n4\n\n"
+    recorded("rb", "rb.1", "m", shots + "Q: 3+3?\nAnswer:")
+    recorded("rb", "rb.2", "m", "A passage.\n\nQ: what is it?")  # two blocks: not few-shot, kept whole
+    rows = {row["item_id"]: row for row in api_as().get("/recorded-items").json_body["items"]}
+    assert rows["rb.1"]["question"] == "Q: 3+3?\nAnswer:"
+    assert rows["rb.1"]["prompt"].startswith("Q: 1+1?")
+    assert rows["rb.2"]["question"] == "A passage.\n\nQ: what is it?"
 
 
 def test_an_unknown_checker_is_422_and_nothing_is_saved(api_as) -> None:

@@ -1744,6 +1744,11 @@ export interface components {
              * @description the first 400 characters
              */
             prompt: string;
+            /**
+             * Question
+             * @description what tells the item apart: after few-shot examples, the last block; 400 characters
+             */
+            question: string;
             /** Source */
             source: string;
             /** Split */

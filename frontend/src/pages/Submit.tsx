@@ -322,7 +322,7 @@ function ItemPicker(props: {
                 <li key={key}>
                   <div className="item-text">
                     <span className="badge">{item.benchmark}</span> <span className="mono small">{item.item_id}</span>
-                    <div className="small">{item.prompt.slice(0, 160)}</div>
+                    <div className="small">{item.question.slice(0, 160)}</div>
                   </div>
                   <button
                     type="button"
