@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 
 import type { Tree } from "../src/api/types";
+import { questionOf } from "../src/lib/format";
 import {
   applyEvents,
   childrenOf,
@@ -177,5 +178,14 @@ describe("the layout", () => {
 
   it("is empty for no nodes", () => {
     expect(layoutTree([])).toEqual({ nodes: [], edges: [], width: 0, height: 0 });
+  });
+});
+
+describe("questionOf", () => {
+  it("keeps a few-shot prompt's own question, and any other text whole", () => {
+    expect(questionOf("Q: 1+1?\nA: 2\n\nQ: 2+2?\nA: 4\n\nQ: 3+3?\nA:")).toBe("Q: 3+3?\nA:");
+    expect(questionOf("A passage.\n\nQ: what is it?")).toBe("A passage.\n\nQ: what is it?");
+    expect(questionOf("  What is 6*7?  ")).toBe("What is 6*7?");
+    expect(questionOf("")).toBe("");
   });
 });

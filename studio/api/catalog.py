@@ -11,6 +11,7 @@ from ninja.pagination import LimitOffsetPagination, paginate
 from studio.api.auth import role
 from studio.models import Role
 from studio.selectors.catalog import recorded_item_list, run_options
+from studio.services.tasks import question_of
 
 router = Router(tags=["catalog"], auth=role(Role.VIEWER))
 
@@ -50,13 +51,6 @@ class RecordedItemOut(Schema):
     @staticmethod
     def resolve_question(row: dict[str, Any]) -> str:
         return question_of(row["prompt"])[:PROMPT_PREVIEW]
-
-
-def question_of(prompt: str) -> str:
-    """The item's own question. A few-shot prompt (RouterBench's, say) starts with the same
-    solved examples in every item, blank-line separated; its question is the last block."""
-    blocks = [block for block in prompt.strip().split("\n\n") if block.strip()]
-    return blocks[-1].strip() if len(blocks) >= 3 else prompt.strip()
 
 
 class ItemFilters(Schema):

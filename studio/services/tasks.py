@@ -83,7 +83,9 @@ def task_create_composite(*, owner: User, items: list[tuple[str, str]], text: st
     domains = {
         RecordedOutcome.objects.filter(source=s, item_id=i).values_list("domain", flat=True)[0] for s, i in items
     }
-    body = text or "Answer each part:\n\n" + "\n\n".join(f"Part {n}: {p['prompt']}" for n, p in enumerate(parts, 1))
+    body = text or "Answer each part:\n\n" + "\n\n".join(
+        f"Part {n}: {question_of(p['prompt'])}" for n, p in enumerate(parts, 1)
+    )
     check_task_text(body[: settings.ORCHESTRA_MAX_TASK_CHARS])
     return Task.objects.create(
         owner=owner,
@@ -93,3 +95,10 @@ def task_create_composite(*, owner: User, items: list[tuple[str, str]], text: st
         decomposable=True,
         metadata={"items": [{**p, "recorded_pairs": [list(pair) for pair in p["recorded_pairs"]]} for p in parts]},
     )
+
+
+def question_of(prompt: str) -> str:
+    """A recorded item's own question. A few-shot prompt (RouterBench's, say) starts with the
+    same solved examples in every item, blank-line separated; its question is the last block."""
+    blocks = [block for block in prompt.strip().split("\n\n") if block.strip()]
+    return blocks[-1].strip() if len(blocks) >= 3 else prompt.strip()

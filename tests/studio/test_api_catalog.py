@@ -67,6 +67,10 @@ def test_an_item_is_told_apart_by_its_own_question_not_the_few_shot_examples(api
     assert rows["rb.1"]["question"] == "Q: 3+3?\nAnswer:"
     assert rows["rb.1"]["prompt"].startswith("Q: 1+1?")
     assert rows["rb.2"]["question"] == "A passage.\n\nQ: what is it?"
+    # A composite of them is titled by their questions, not by the shared examples.
+    response = api_as().post("/tasks/composite", {"items": [{"source": "rb", "item_id": "rb.1"}]})
+    assert response.status_code == 201, response.json_body
+    assert Task.objects.get(pk=response.json_body["id"]).text == "Answer each part:\n\nPart 1: Q: 3+3?\nAnswer:"
 
 
 def test_an_unknown_checker_is_422_and_nothing_is_saved(api_as) -> None:

@@ -21,7 +21,7 @@ import { memo, useEffect, useMemo, useRef, type KeyboardEvent } from "react";
 
 import type { Tree, TreeNode } from "../api/types";
 import { childrenOf, layoutTree, NODE_HEIGHT, NODE_WIDTH } from "../lib/eventTree";
-import { seconds, tokens, usd } from "../lib/format";
+import { questionOf, seconds, tokens, usd } from "../lib/format";
 import "./RunTree.css";
 
 export interface RunTreeProps {
@@ -97,7 +97,7 @@ function NodeFacts({ node, parent }: { node: TreeNode; parent: boolean }) {
 
 function label(node: TreeNode): string {
   const pair = pairLabel(node);
-  return `${node.kind} ${node.key}, ${node.status}${pair ? `, ${pair}` : ""}: ${node.text.slice(0, 120)}`;
+  return `${node.kind} ${node.key}, ${node.status}${pair ? `, ${pair}` : ""}: ${questionOf(node.text).slice(0, 120)}`;
 }
 
 function openOnKey(event: KeyboardEvent, open: () => void) {
@@ -144,7 +144,7 @@ const Card = memo(function Card({ data }: NodeProps<CardNode>) {
           </span>
         </div>
         <div className="runtree-text" title={node.text}>
-          {node.text || <span className="muted">(no text)</span>}
+          {questionOf(node.text) || <span className="muted">(no text)</span>}
         </div>
         <NodeFacts node={node} parent={parent} />
       </div>
@@ -283,7 +283,9 @@ function Outline({ tree, selected, onSelect }: Pick<RunTreeProps, "tree" | "sele
                   <span className="runtree-kind">{node.kind}</span>
                   <span className="runtree-key mono">{node.key}</span>
                 </div>
-                <div className="runtree-text">{node.text || <span className="muted">(no text)</span>}</div>
+                <div className="runtree-text" title={node.text}>
+                  {questionOf(node.text) || <span className="muted">(no text)</span>}
+                </div>
                 <NodeFacts node={node} parent={isParent} />
               </div>
               {render(node.key, depth + 1)}

@@ -376,7 +376,7 @@ function ItemPicker(props: {
         </ul>
       )}
       <label>
-        Title <span className="muted small">(optional; by default the items' prompts, numbered)</span>
+        Title <span className="muted small">(optional; by default the items' questions, numbered)</span>
         <input value={props.title} onChange={(e) => props.setTitle(e.target.value)} />
       </label>
     </div>
