@@ -95,9 +95,15 @@ function NodeFacts({ node, parent }: { node: TreeNode; parent: boolean }) {
   );
 }
 
+/** A node's text as shown: a recorded item's own question (not the few-shot examples its
+ * prompt may share with every item of its benchmark); other nodes' text whole. */
+function preview(node: TreeNode): string {
+  return node.item_id ? questionOf(node.text) : node.text;
+}
+
 function label(node: TreeNode): string {
   const pair = pairLabel(node);
-  return `${node.kind} ${node.key}, ${node.status}${pair ? `, ${pair}` : ""}: ${questionOf(node.text).slice(0, 120)}`;
+  return `${node.kind} ${node.key}, ${node.status}${pair ? `, ${pair}` : ""}: ${preview(node).slice(0, 120)}`;
 }
 
 function openOnKey(event: KeyboardEvent, open: () => void) {
@@ -144,7 +150,7 @@ const Card = memo(function Card({ data }: NodeProps<CardNode>) {
           </span>
         </div>
         <div className="runtree-text" title={node.text}>
-          {questionOf(node.text) || <span className="muted">(no text)</span>}
+          {preview(node) || <span className="muted">(no text)</span>}
         </div>
         <NodeFacts node={node} parent={parent} />
       </div>
@@ -284,7 +290,7 @@ function Outline({ tree, selected, onSelect }: Pick<RunTreeProps, "tree" | "sele
                   <span className="runtree-key mono">{node.key}</span>
                 </div>
                 <div className="runtree-text" title={node.text}>
-                  {questionOf(node.text) || <span className="muted">(no text)</span>}
+                  {preview(node) || <span className="muted">(no text)</span>}
                 </div>
                 <NodeFacts node={node} parent={isParent} />
               </div>
