@@ -199,6 +199,9 @@ function LiveRun({ runId }: { runId: number }) {
             {CONNECTION_TEXT[connection]}
           </span>
           <span className="spacer" />
+          <Link to={`/${query({ task: run.task_id, pool: run.pool_id })}`} data-testid="run-again" title="Another run of this task, with other settings">
+            Run again
+          </Link>
           {(run.status === "running" || run.status === "pending") && (
             <button type="button" className="danger" onClick={() => cancel.mutate()} disabled={cancel.isPending}>
               {cancel.isPending ? "Cancelling…" : "Cancel run"}

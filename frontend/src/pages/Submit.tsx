@@ -1,6 +1,6 @@
 import { useMutation, useQuery } from "@tanstack/react-query";
 import { useDeferredValue, useId, useState, type FormEvent, type KeyboardEvent } from "react";
-import { useNavigate } from "react-router";
+import { Link, useNavigate, useSearchParams } from "react-router";
 
 import { api, query, type Page } from "../api/client";
 import type { Options, Pool, RecordedItem, Run, Task } from "../api/types";
@@ -30,10 +30,23 @@ function numberOrNull(text: string): number | null {
   return text.trim() === "" ? null : Number(text);
 }
 
+/** `?task=ID` (and `&pool=ID`): run an existing task again, as the run page's "Run again" links. */
+function againParams(params: URLSearchParams): { task: number | null; pool: number | null } {
+  const id = (name: string) => (/^\d+$/.test(params.get(name) ?? "") ? Number(params.get(name)) : null);
+  return { task: id("task"), pool: id("pool") };
+}
+
 export default function SubmitPage() {
   const navigate = useNavigate();
+  const [params] = useSearchParams();
+  const again = againParams(params);
   const options = useQuery({ queryKey: ["options"], queryFn: () => api<Options>("/api/options") });
   const pools = useQuery({ queryKey: ["pools", "all"], queryFn: () => api<Page<Pool>>("/api/pools?limit=200") });
+  const againTask = useQuery({
+    queryKey: ["task", again.task],
+    queryFn: () => api<Task>(`/api/tasks/${again.task}`),
+    enabled: again.task !== null,
+  });
 
   const [mode, setMode] = useState<Mode>("text");
   const [text, setText] = useState("");
@@ -49,13 +62,13 @@ export default function SubmitPage() {
   // A task already created for this exact input is reused when only the run failed.
   const [made, setMade] = useState<{ key: string; task: Task } | null>(null);
 
-  const pool = poolId ?? options.data?.default_pool_id ?? pools.data?.items[0]?.id ?? null;
+  const pool = poolId ?? again.pool ?? options.data?.default_pool_id ?? pools.data?.items[0]?.id ?? null;
   const chosenPolicy = policy || options.data?.default_policy || "default";
 
   const submit = useMutation({
     mutationFn: async () => {
       const key = JSON.stringify({ mode, text, gold, checker, decomposable, items: items.map((i) => [i.source, i.item_id]) });
-      let task = made?.key === key ? made.task : null;
+      let task = againTask.data ?? (made?.key === key ? made.task : null);
       if (!task) {
         task =
           mode === "items"
@@ -94,157 +107,183 @@ export default function SubmitPage() {
     if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) onSubmit(event);
   }
 
-  if (options.isPending || pools.isPending) return <Loading what="Loading pools and policies" />;
+  if (options.isPending || pools.isPending || (again.task !== null && againTask.isPending))
+    return <Loading what="Loading pools and policies" />;
   if (options.isError || pools.isError) return <ErrorText error={options.error ?? pools.error} />;
 
-  const ready = mode === "text" ? text.trim().length > 0 : items.length > 0;
+  const ready = againTask.data ? true : mode === "text" ? text.trim().length > 0 : items.length > 0;
+  const settings = (
+    <section className="panel stack" aria-label="Run settings">
+      <label>
+        Pool
+        <select value={pool ?? ""} onChange={(e) => setPoolId(Number(e.target.value))} data-testid="pool">
+          {pools.data.items.length === 0 && <option value="">no pools yet</option>}
+          {pools.data.items.map((p) => (
+            <option key={p.id} value={p.id}>
+              {p.name}
+            </option>
+          ))}
+        </select>
+      </label>
+      <label>
+        Policy
+        <select value={chosenPolicy} onChange={(e) => setPolicy(e.target.value)}>
+          {options.data.policies.map((p) => (
+            <option key={p.name} value={p.name}>
+              {p.name}
+              {p.needs_checkpoint ? " (trained checkpoint)" : ""}
+            </option>
+          ))}
+        </select>
+      </label>
+      <fieldset className="cost">
+        <legend>Cost preference</legend>
+        <div className="row" role="radiogroup" aria-label="Cost preference">
+          {(["cheap", "balanced", "best", "custom"] as Preset[]).map((name) => (
+            <button
+              key={name}
+              type="button"
+              role="radio"
+              aria-checked={preset === name}
+              className={preset === name ? "chip on" : "chip"}
+              onClick={() => setPreset(name)}
+            >
+              {name}
+              {name !== "custom" && <span className="muted small"> λ={options.data.presets[name]}</span>}
+            </button>
+          ))}
+        </div>
+        {preset === "custom" && (
+          <label>
+            λ = {lambdaAt(slider)} <span className="muted small">(0: accuracy only; higher: cheaper)</span>
+            <input type="range" min={0} max={100} value={slider} onChange={(e) => setSlider(Number(e.target.value))} />
+          </label>
+        )}
+      </fieldset>
+      <div className="row">
+        <label>
+          Best of N
+          <input
+            type="number"
+            min={1}
+            max={16}
+            value={budget.bestOf}
+            onChange={(e) => setBudget({ ...budget, bestOf: Number(e.target.value) || 1 })}
+          />
+        </label>
+        <label>
+          Budget ($)
+          <input
+            type="number"
+            min={0}
+            step="any"
+            placeholder="none"
+            value={budget.maxCost}
+            onChange={(e) => setBudget({ ...budget, maxCost: e.target.value })}
+          />
+        </label>
+      </div>
+      <details>
+        <summary>More limits</summary>
+        <div className="row">
+          <label>
+            Max nodes
+            <input type="number" min={1} value={budget.maxNodes} onChange={(e) => setBudget({ ...budget, maxNodes: e.target.value })} />
+          </label>
+          <label>
+            Deadline (s)
+            <input type="number" min={1} value={budget.deadline} onChange={(e) => setBudget({ ...budget, deadline: e.target.value })} />
+          </label>
+        </div>
+      </details>
+      <ErrorText error={submit.error} />
+      <button type="submit" className="primary" disabled={!ready || submit.isPending} data-testid="submit-run">
+        {submit.isPending ? "Starting…" : "Run"} <span className="hint">Ctrl+Enter</span>
+      </button>
+    </section>
+  );
+
   return (
     <form className="submit-page" onSubmit={onSubmit} onKeyDown={ctrlEnter}>
-      <h1>Submit a task</h1>
-      <div className="tabs" role="tablist" aria-label="Kind of task">
-        <button type="button" role="tab" aria-selected={mode === "text"} onClick={() => setMode("text")}>
-          Write a task
-        </button>
-        <button
-          type="button"
-          role="tab"
-          aria-selected={mode === "items"}
-          data-testid="mode-items"
-          onClick={() => setMode("items")}
-        >
-          Compose recorded items
-        </button>
-      </div>
-
-      <div className="submit-grid">
-        <section className="panel stack" aria-label="Task">
-          {mode === "text" ? (
-            <>
-              <label>
-                Task
-                <textarea
-                  value={text}
-                  onChange={(e) => setText(e.target.value)}
-                  placeholder="What is 6*7? — or anything the pool's models should solve"
-                  autoFocus
-                />
-              </label>
-              <div className="row">
-                <label className="grow">
-                  Gold answer <span className="muted small">(optional, to verify the answer)</span>
-                  <input value={gold} onChange={(e) => setGold(e.target.value)} />
-                </label>
-                <label>
-                  Checker
-                  <select value={checker} onChange={(e) => setChecker(e.target.value)}>
-                    <option value="">none</option>
-                    {options.data.checkers.map((name) => (
-                      <option key={name} value={name}>
-                        {name}
-                      </option>
-                    ))}
-                  </select>
-                </label>
-              </div>
-              <label className="inline">
-                <input type="checkbox" checked={decomposable} onChange={(e) => setDecomposable(e.target.checked)} /> Let
-                the policy split it into subtasks
-              </label>
-            </>
-          ) : (
-            <ItemPicker sources={options.data.sources} items={items} setItems={setItems} title={text} setTitle={setText} />
-          )}
-        </section>
-
-        <section className="panel stack" aria-label="Run settings">
-          <label>
-            Pool
-            <select value={pool ?? ""} onChange={(e) => setPoolId(Number(e.target.value))} data-testid="pool">
-              {pools.data.items.length === 0 && <option value="">no pools yet</option>}
-              {pools.data.items.map((p) => (
-                <option key={p.id} value={p.id}>
-                  {p.name}
-                </option>
-              ))}
-            </select>
-          </label>
-          <label>
-            Policy
-            <select value={chosenPolicy} onChange={(e) => setPolicy(e.target.value)}>
-              {options.data.policies.map((p) => (
-                <option key={p.name} value={p.name}>
-                  {p.name}
-                  {p.needs_checkpoint ? " (trained checkpoint)" : ""}
-                </option>
-              ))}
-            </select>
-          </label>
-          <fieldset className="cost">
-            <legend>Cost preference</legend>
-            <div className="row" role="radiogroup" aria-label="Cost preference">
-              {(["cheap", "balanced", "best", "custom"] as Preset[]).map((name) => (
-                <button
-                  key={name}
-                  type="button"
-                  role="radio"
-                  aria-checked={preset === name}
-                  className={preset === name ? "chip on" : "chip"}
-                  onClick={() => setPreset(name)}
-                >
-                  {name}
-                  {name !== "custom" && <span className="muted small"> λ={options.data.presets[name]}</span>}
-                </button>
-              ))}
-            </div>
-            {preset === "custom" && (
-              <label>
-                λ = {lambdaAt(slider)} <span className="muted small">(0: accuracy only; higher: cheaper)</span>
-                <input type="range" min={0} max={100} value={slider} onChange={(e) => setSlider(Number(e.target.value))} />
-              </label>
+      <h1>{again.task === null ? "Submit a task" : `Run task #${again.task} again`}</h1>
+      {again.task !== null ? (
+        <div className="submit-grid">
+          <section className="panel stack" aria-label="Task">
+            {againTask.isError ? (
+              <ErrorText error={againTask.error} />
+            ) : (
+              <p className="submit-again" data-testid="again-text">
+                {againTask.data?.text}
+              </p>
             )}
-          </fieldset>
-          <div className="row">
-            <label>
-              Best of N
-              <input
-                type="number"
-                min={1}
-                max={16}
-                value={budget.bestOf}
-                onChange={(e) => setBudget({ ...budget, bestOf: Number(e.target.value) || 1 })}
-              />
-            </label>
-            <label>
-              Budget ($)
-              <input
-                type="number"
-                min={0}
-                step="any"
-                placeholder="none"
-                value={budget.maxCost}
-                onChange={(e) => setBudget({ ...budget, maxCost: e.target.value })}
-              />
-            </label>
+            <p className="muted small">
+              Another run of the same task, with the settings you choose: two runs of one task can be compared side by
+              side and paired for labeling. <Link to="/">Write a new task instead</Link>
+            </p>
+          </section>
+          {settings}
+        </div>
+      ) : (
+        <>
+          <div className="tabs" role="tablist" aria-label="Kind of task">
+            <button type="button" role="tab" aria-selected={mode === "text"} onClick={() => setMode("text")}>
+              Write a task
+            </button>
+            <button
+              type="button"
+              role="tab"
+              aria-selected={mode === "items"}
+              data-testid="mode-items"
+              onClick={() => setMode("items")}
+            >
+              Compose recorded items
+            </button>
           </div>
-          <details>
-            <summary>More limits</summary>
-            <div className="row">
-              <label>
-                Max nodes
-                <input type="number" min={1} value={budget.maxNodes} onChange={(e) => setBudget({ ...budget, maxNodes: e.target.value })} />
-              </label>
-              <label>
-                Deadline (s)
-                <input type="number" min={1} value={budget.deadline} onChange={(e) => setBudget({ ...budget, deadline: e.target.value })} />
-              </label>
-            </div>
-          </details>
-          <ErrorText error={submit.error} />
-          <button type="submit" className="primary" disabled={!ready || submit.isPending} data-testid="submit-run">
-            {submit.isPending ? "Starting…" : "Run"} <span className="hint">Ctrl+Enter</span>
-          </button>
-        </section>
-      </div>
+
+          <div className="submit-grid">
+            <section className="panel stack" aria-label="Task">
+              {mode === "text" ? (
+                <>
+                  <label>
+                    Task
+                    <textarea
+                      value={text}
+                      onChange={(e) => setText(e.target.value)}
+                      placeholder="What is 6*7? — or anything the pool's models should solve"
+                      autoFocus
+                    />
+                  </label>
+                  <div className="row">
+                    <label className="grow">
+                      Gold answer <span className="muted small">(optional, to verify the answer)</span>
+                      <input value={gold} onChange={(e) => setGold(e.target.value)} />
+                    </label>
+                    <label>
+                      Checker
+                      <select value={checker} onChange={(e) => setChecker(e.target.value)}>
+                        <option value="">none</option>
+                        {options.data.checkers.map((name) => (
+                          <option key={name} value={name}>
+                            {name}
+                          </option>
+                        ))}
+                      </select>
+                    </label>
+                  </div>
+                  <label className="inline">
+                    <input type="checkbox" checked={decomposable} onChange={(e) => setDecomposable(e.target.checked)} /> Let
+                    the policy split it into subtasks
+                  </label>
+                </>
+              ) : (
+                <ItemPicker sources={options.data.sources} items={items} setItems={setItems} title={text} setTitle={setText} />
+              )}
+            </section>
+
+            {settings}
+          </div>
+        </>
+      )}
     </form>
   );
 }

@@ -1,0 +1,79 @@
+// "Run again" (the run page's link to /?task=ID&pool=ID) runs the same task once more with
+// the settings chosen here: no new task is made.
+import { QueryClient, QueryClientProvider } from "@tanstack/react-query";
+import { render, screen } from "@testing-library/react";
+import userEvent from "@testing-library/user-event";
+import { afterEach, expect, it, vi } from "vitest";
+import { MemoryRouter, Route, Routes } from "react-router";
+
+import SubmitPage from "../src/pages/Submit";
+
+const reply = (status: number, body: unknown) =>
+  ({ ok: status < 400, status, statusText: "", json: async () => body }) as unknown as Response;
+
+const OPTIONS = {
+  policies: [{ name: "default", needs_checkpoint: false }],
+  default_policy: "default",
+  presets: { best: 0, balanced: 0.05, cheap: 1 },
+  checkers: [],
+  domains: [],
+  default_pool_id: 1,
+  sources: [],
+};
+const POOLS = { items: [{ id: 1, name: "replay-demo" }, { id: 3, name: "other" }], count: 2 };
+
+function stub(task: number | null) {
+  const posted: { url: string; body: unknown }[] = [];
+  vi.stubGlobal(
+    "fetch",
+    vi.fn(async (input: RequestInfo | URL, init?: RequestInit) => {
+      const url = String(input);
+      if (init?.method === "POST") {
+        posted.push({ url, body: JSON.parse(String(init.body)) });
+        return reply(201, { id: 41, task_id: 7 });
+      }
+      if (url.startsWith("/api/options")) return reply(200, OPTIONS);
+      if (url.startsWith("/api/pools")) return reply(200, POOLS);
+      if (task !== null && url === `/api/tasks/${task}`) return reply(200, { id: task, text: "Which is larger, 7 or 12?" });
+      return reply(404, { detail: "There is no task with id 8." });
+    }),
+  );
+  return posted;
+}
+
+function renderAt(path: string) {
+  const client = new QueryClient({ defaultOptions: { queries: { retry: false } } });
+  return render(
+    <QueryClientProvider client={client}>
+      <MemoryRouter initialEntries={[path]}>
+        <Routes>
+          <Route path="/" element={<SubmitPage />} />
+          <Route path="/runs/:id" element={<p>run page</p>} />
+        </Routes>
+      </MemoryRouter>
+    </QueryClientProvider>,
+  );
+}
+
+afterEach(() => vi.unstubAllGlobals());
+
+it("runs the same task again on the pool it came from, without making a task", async () => {
+  const posted = stub(7);
+  renderAt("/?task=7&pool=3");
+  expect(await screen.findByText("Run task #7 again")).toBeTruthy();
+  expect(screen.getByTestId("again-text").textContent).toBe("Which is larger, 7 or 12?");
+  await userEvent.click(screen.getByRole("radio", { name: /best/ }));
+  await userEvent.click(screen.getByTestId("submit-run"));
+  expect(await screen.findByText("run page")).toBeTruthy();
+  expect(posted).toHaveLength(1);
+  expect(posted[0].url).toBe("/api/runs");
+  expect(posted[0].body).toMatchObject({ task_id: 7, pool_id: 3, preset: "best" });
+});
+
+it("says so when the task to run again is not there, and runs nothing", async () => {
+  const posted = stub(null);
+  renderAt("/?task=8");
+  expect(await screen.findByText("There is no task with id 8.")).toBeTruthy();
+  expect((screen.getByTestId("submit-run") as HTMLButtonElement).disabled).toBe(true);
+  expect(posted).toHaveLength(0);
+});
