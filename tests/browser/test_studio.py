@@ -119,6 +119,39 @@ def test_label_a_pair_with_the_keyboard_only(
     screenshot(page, "compare")
 
 
+def test_run_a_task_again_compare_and_pair_it_for_labeling(
+    page: Page, live_url: str, worker: object, replay_demo: int, admin: User
+) -> None:
+    from studio.services.tasks import task_create_composite
+
+    task = task_create_composite(owner=admin, items=[("routerbench", item) for item in first_items(2)])
+    first = wait_for_run(run_create(owner=admin, task_id=task.pk, pool_id=replay_demo, cost_preference=1.0).pk, 60)
+    sign_in(page, live_url, admin, then=f"/runs/{first.pk}")
+
+    # Run again: the same task, the pool it ran on, another cost preference; no new task.
+    page.get_by_test_id("run-again").click()
+    expect(page.get_by_role("heading", name=f"Run task #{task.pk} again")).to_be_visible()
+    expect(page.get_by_test_id("pool")).to_have_value(str(replay_demo))
+    page.get_by_role("radio", name=re.compile("best")).click()
+    page.keyboard.press("Control+Enter")
+    expect(page).to_have_url(re.compile(r"/runs/\d+$"))
+    second = Run.objects.exclude(pk=first.pk).get(task=task)
+    assert second.cost_preference == 0.0 and second.pool_id == replay_demo
+    expect(page.get_by_test_id("run-status")).to_have_attribute("data-status", "succeeded", timeout=60_000)
+
+    # Pick both on the runs page, compare them, and pair them for the labelers.
+    page.goto(f"{live_url}/runs")
+    page.get_by_label(f"Pick run {first.pk} to compare").check()
+    page.get_by_label(f"Pick run {second.pk} to compare").check()
+    page.get_by_role("button", name="Compare").click()
+    page.get_by_role("button", name="Pair for labeling").click()
+    expect(page.get_by_role("status").filter(has_text="made")).to_be_visible()
+    pair = PreferencePair.objects.get(task=task)
+    assert {pair.run_a_id, pair.run_b_id} == {first.pk, second.pk}
+    page.goto(f"{live_url}/label")
+    expect(page.get_by_test_id("label-pair")).to_have_attribute("data-pair-id", str(pair.pk))
+
+
 def first_items(n: int) -> list[str]:
     from studio.models import RecordedOutcome
 
