@@ -67,7 +67,8 @@ export default function ComparePage() {
       {runA && runB && runA.task_id !== runB.task_id && (
         <p className="compare-note" role="note">
           These runs are of different tasks (#{runA.task_id} and #{runB.task_id}). Comparing is meant for two runs of the
-          same task; the numbers below are not like for like.
+          same task; the numbers below are not like for like, and they cannot be paired for labeling. To get a second
+          run of one task, use “Run again” on its run page.
         </p>
       )}
       {(treeA.isPending || treeB.isPending) && <Loading what="Loading the runs" />}
