@@ -190,7 +190,17 @@ def test_train_then_read_the_evaluation(page: Page, live_url: str, worker: objec
     screenshot(page, "evaluation")
 
 
-PAGES = ["/", "/runs", "/runs/{run}", "/runs/compare?a={run}&b={run}", "/label", "/training", "/evaluation", "/pools"]
+PAGES = [
+    "/",
+    "/?task={task}",
+    "/runs",
+    "/runs/{run}",
+    "/runs/compare?a={run}&b={run}",
+    "/label",
+    "/training",
+    "/evaluation",
+    "/pools",
+]
 
 
 @pytest.mark.parametrize("width,height", [(390, 844), (1280, 800)])
@@ -204,11 +214,11 @@ def test_no_page_overflows_a_phone_or_a_laptop(
     page.set_viewport_size({"width": width, "height": height})
     sign_in(page, live_url, admin, then="/pools")
     for path in PAGES:
-        page.goto(live_url + path.format(run=run.pk))
+        page.goto(live_url + path.format(run=run.pk, task=task.pk))
         expect(page.locator("main h1, main h2").first).to_be_visible()
         page.wait_for_load_state("networkidle")
         overflow = page.evaluate("document.scrollingElement.scrollWidth - window.innerWidth")
         assert overflow <= 0, f"{path} is {overflow} px wider than a {width} px screen"
         if width < 500:
             name = path.split("?")[0].strip("/").replace("/", "-").replace("{run}", "id")
-            screenshot(page, f"phone-{name or 'submit'}")
+            screenshot(page, f"phone-{name or ('run-again' if 'task' in path else 'submit')}")

@@ -293,6 +293,9 @@ export default function RunsPage() {
                         </Link>
                       </td>
                       <td className="runs-task" title={run.task_text}>
+                        <span className="muted mono small" title={`task #${run.task_id}: runs of one task can be compared`}>
+                          task #{run.task_id}
+                        </span>{" "}
                         {run.task_text}
                       </td>
                       <td>
