@@ -168,7 +168,7 @@ def pairwise_bound(seed: int) -> None:
 def best_of_n_bound(seed: int, n: int = 8, lam: float = 0.05) -> None:
     """Best-of-n at n1's estimated cost (as `orchestrator.evaluate_rm`), selected by prompt-only estimates."""
     from orchestrator.evaluate_rm import sample_candidates
-    from orchestrator.learning.dataset import default_embedder
+    from orchestrator.learning.dataset import default_embedder, encode
     from orchestrator.learning.method import LearnedMethod
     from orchestrator.reward.bestofn import evaluate_lines
     from orchestrator.reward.features import pool_estimates
@@ -179,7 +179,8 @@ def best_of_n_bound(seed: int, n: int = 8, lam: float = 0.05) -> None:
     method = LearnedMethod(None)
     method.fit(train, seed=seed)
     assert method.context is not None
-    candidates = sample_candidates(method, test, emb_te, n=n, lam=lam, seed=seed)
+    batch = encode(test, emb_te, method.context, with_outcomes=False)
+    candidates = sample_candidates(method, batch, n=n, lam=lam, seed=seed)
     keep = np.flatnonzero((candidates >= 0).all(axis=1))
     test, cand, emb_te = test.rows(keep), candidates[keep], emb_te[keep]
     rows = np.arange(test.n_items)[:, None]

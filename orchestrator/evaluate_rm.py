@@ -30,7 +30,7 @@ import numpy as np
 import torch
 
 from orchestrator.learning.dataset import default_embedder, encode, make_context
-from orchestrator.learning.episode import rollout
+from orchestrator.learning.episode import EpisodeBatch, Rollout, rollout
 from orchestrator.learning.features import task_features
 from orchestrator.learning.method import LearnedMethod
 from orchestrator.outcomes import DOMAINS
@@ -62,30 +62,28 @@ def held_out_pairs(
     return out
 
 
-def sample_candidates(
-    method: LearnedMethod, test: OutcomeTable, emb: np.ndarray, *, n: int, lam: float, seed: int
-) -> np.ndarray:
-    """int64 [items, n]: the first pair of n sampled episodes of the fitted policy at λ."""
-    assert method.net is not None and method.context is not None
-    batch = encode(test, emb, method.context, with_outcomes=False)
+def sample_candidates(method: LearnedMethod, batch: EpisodeBatch, *, n: int, lam: float, seed: int) -> np.ndarray:
+    """int64 [items, n]: the first pair of n sampled episodes of the fitted policy at λ (-1: none),
+    on `batch` (`learning.dataset.encode` of the test items, without their outcomes)."""
+    assert method.net is not None
     gen = torch.Generator().manual_seed(seed)
-    out = np.full((test.n_items, n), -1, dtype=np.int64)
+    lams = torch.full((batch.available.shape[0],), lam)
     with torch.no_grad():
-        for k in range(n):
-            episode = rollout(
-                method.net, batch, torch.full((test.n_items,), lam), max_steps=1, mode="sample", generator=gen
-            )
-            out[:, k] = [calls[0] if calls else -1 for calls in episode.order]
-    return out
+        episodes = [rollout(method.net, batch, lams, max_steps=1, mode="sample", generator=gen) for _ in range(n)]
+    return np.stack([first_pairs(episode) for episode in episodes], axis=1)
 
 
-def greedy_plans(method: LearnedMethod, test: OutcomeTable, emb: np.ndarray, *, lam: float) -> np.ndarray:
+def greedy_plans(method: LearnedMethod, batch: EpisodeBatch, *, lam: float) -> np.ndarray:
     """int64 [items]: the first pair of the fitted policy's greedy episode at λ (-1: none), what a
     run without best_of executes."""
-    assert method.net is not None and method.context is not None
-    batch = encode(test, emb, method.context, with_outcomes=False)
+    assert method.net is not None
     with torch.no_grad():
-        episode = rollout(method.net, batch, torch.full((test.n_items,), lam), max_steps=1, mode="greedy")
+        episode = rollout(method.net, batch, torch.full((batch.available.shape[0],), lam), max_steps=1, mode="greedy")
+    return first_pairs(episode)
+
+
+def first_pairs(episode: Rollout) -> np.ndarray:
+    """int64 [items]: each episode's first call (-1: it made none)."""
     return np.array([calls[0] if calls else -1 for calls in episode.order], dtype=np.int64)
 
 
@@ -132,8 +130,10 @@ def run_seed(
     method = LearnedMethod(policy_config)
     method.fit(train, seed=seed)
     policy_s = time.perf_counter() - start
-    candidates = sample_candidates(method, test, emb_te, n=n, lam=lam, seed=seed)
-    greedy = greedy_plans(method, test, emb_te, lam=lam)
+    assert method.context is not None
+    batch = encode(test, emb_te, method.context, with_outcomes=False)
+    candidates = sample_candidates(method, batch, n=n, lam=lam, seed=seed)
+    greedy = greedy_plans(method, batch, lam=lam)
     routable = (candidates >= 0).all(axis=1) & (greedy >= 0)
     test_r, cand, greedy = test.rows(np.flatnonzero(routable)), candidates[routable], greedy[routable]
     rows = np.arange(test_r.n_items)[:, None]
@@ -142,9 +142,9 @@ def run_seed(
     dom = np.array([DOMAINS.index(d) if d in DOMAINS else 0 for d in test_r.domains])
     pair_cost = context.calibration.domain_cost[dom] / cost_ref  # [items, p]
     est_cost, greedy_cost = pair_cost[rows, cand], pair_cost[rows[:, 0], greedy]
-    lines = {}
-    for name in ("all", *sorted(set(test_r.sources))):
-        keep = np.flatnonzero((np.asarray(test_r.sources) == name) | (name == "all"))
+    lines, sources = {}, np.asarray(test_r.sources)
+    for name in ("all", *sorted(set(sources))):
+        keep = np.flatnonzero((sources == name) | (name == "all"))
         lines[name] = evaluate_lines(
             test_r.rows(keep),
             cand[keep],

@@ -1,17 +1,13 @@
 // A failed look at the evaluations heals by itself when the failure may pass (a busy or
 // restarting server), and is not repeated when it cannot (a 4xx); a started evaluation
 // shows at once.
-import { QueryClient, QueryClientProvider } from "@tanstack/react-query";
-import { render, screen } from "@testing-library/react";
+import { screen } from "@testing-library/react";
 import userEvent from "@testing-library/user-event";
 import { afterEach, expect, it, vi } from "vitest";
-import { MemoryRouter } from "react-router";
 
 import { ApiError, mayHeal, withFirst } from "../src/api/client";
 import EvaluationPage from "../src/pages/Evaluation";
-
-const reply = (status: number, body: unknown) =>
-  ({ ok: status < 400, status, statusText: "", json: async () => body }) as unknown as Response;
+import { renderAt, reply } from "./support";
 
 /** The list answers with `first` once, then with an empty page; returns how often it was asked. */
 function stub(first: number) {
@@ -34,14 +30,7 @@ function stub(first: number) {
 }
 
 function renderPage() {
-  const client = new QueryClient({ defaultOptions: { queries: { retry: false } } });
-  return render(
-    <QueryClientProvider client={client}>
-      <MemoryRouter initialEntries={["/evaluation"]}>
-        <EvaluationPage />
-      </MemoryRouter>
-    </QueryClientProvider>,
-  );
+  return renderAt("/evaluation", <EvaluationPage />);
 }
 
 afterEach(() => vi.unstubAllGlobals());

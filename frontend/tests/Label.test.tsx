@@ -1,12 +1,11 @@
-import { QueryClient, QueryClientProvider } from "@tanstack/react-query";
-import { render, screen, waitFor, within } from "@testing-library/react";
+import { screen, waitFor, within } from "@testing-library/react";
 import userEvent from "@testing-library/user-event";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { MemoryRouter } from "react-router";
 
 import type { QueueItem } from "../src/api/types";
 import { RequireRole } from "../src/auth";
 import LabelPage, { verdictFor } from "../src/pages/Label";
+import { renderAt, reply } from "./support";
 
 function run(id: number, answer: string) {
   return {
@@ -43,8 +42,6 @@ interface Posted {
 /** A tiny fake server: the queue leaves out what this user labeled, as the real one does. */
 function fakeServer(pairs: QueueItem[], role = "labeler") {
   const posted: Posted[] = [];
-  const reply = (status: number, body: unknown) =>
-    ({ ok: status < 400, status, statusText: "", json: async () => body }) as unknown as Response;
   const fetchMock = vi.fn(async (input: RequestInfo | URL, init?: RequestInit) => {
     const url = String(input);
     const method = init?.method ?? "GET";
@@ -72,15 +69,11 @@ function fakeServer(pairs: QueueItem[], role = "labeler") {
 }
 
 function renderPage() {
-  const client = new QueryClient({ defaultOptions: { queries: { retry: false }, mutations: { retry: false } } });
-  return render(
-    <QueryClientProvider client={client}>
-      <MemoryRouter initialEntries={["/label"]}>
-        <RequireRole role="labeler">
-          <LabelPage />
-        </RequireRole>
-      </MemoryRouter>
-    </QueryClientProvider>,
+  return renderAt(
+    "/label",
+    <RequireRole role="labeler">
+      <LabelPage />
+    </RequireRole>,
   );
 }
 

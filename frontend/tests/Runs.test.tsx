@@ -1,12 +1,12 @@
-import { QueryClient, QueryClientProvider } from "@tanstack/react-query";
-import { render, screen, waitFor } from "@testing-library/react";
+import { screen, waitFor } from "@testing-library/react";
 import userEvent from "@testing-library/user-event";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { MemoryRouter, Route, Routes, useLocation } from "react-router";
+import { Route, Routes, useLocation } from "react-router";
 
 import { RequireRole } from "../src/auth";
 import ComparePage from "../src/pages/Compare";
 import RunsPage from "../src/pages/Runs";
+import { renderAt, reply } from "./support";
 
 function run(id: number, taskId = 1, status = "succeeded") {
   return {
@@ -38,9 +38,6 @@ function run(id: number, taskId = 1, status = "succeeded") {
     finished_at: "2026-01-01T00:00:05Z",
   };
 }
-
-const reply = (status: number, body: unknown) =>
-  ({ ok: status < 400, status, statusText: "", json: async () => body }) as unknown as Response;
 
 function stub(total: number, role = "viewer") {
   const asked: string[] = [];
@@ -75,19 +72,17 @@ function Where() {
   return <output data-testid="where">{location.pathname + location.search}</output>;
 }
 
-function renderAt(path: string) {
-  const client = new QueryClient({ defaultOptions: { queries: { retry: false } } });
-  return render(
-    <QueryClientProvider client={client}>
-      <MemoryRouter initialEntries={[path]}>
-        <Routes>
-          <Route path="/runs" element={<RequireRole role="viewer"><RunsPage /></RequireRole>} />
-          <Route path="/runs/compare" element={<RequireRole role="viewer"><ComparePage /></RequireRole>} />
-          <Route path="*" element={null} />
-        </Routes>
-        <Where />
-      </MemoryRouter>
-    </QueryClientProvider>,
+function renderRuns(path: string) {
+  return renderAt(
+    path,
+    <>
+      <Routes>
+        <Route path="/runs" element={<RequireRole role="viewer"><RunsPage /></RequireRole>} />
+        <Route path="/runs/compare" element={<RequireRole role="viewer"><ComparePage /></RequireRole>} />
+        <Route path="*" element={null} />
+      </Routes>
+      <Where />
+    </>,
   );
 }
 
@@ -97,7 +92,7 @@ describe("Runs", () => {
   it("pages through runs and keeps the page in the URL", async () => {
     const user = userEvent.setup();
     const asked = stub(30);
-    renderAt("/runs");
+    renderRuns("/runs");
     expect(await screen.findByText("1–25 of 30")).toBeTruthy();
     await user.click(screen.getByRole("button", { name: "Next" }));
     expect(await screen.findByText("26–30 of 30")).toBeTruthy();
@@ -107,7 +102,7 @@ describe("Runs", () => {
 
   it("sends the URL's filters to the API", async () => {
     const asked = stub(3);
-    renderAt("/runs?status=failed&search=prime");
+    renderRuns("/runs?status=failed&search=prime");
     await screen.findByText("1–3 of 3");
     const call = asked.find((u) => u.startsWith("/api/runs?") && u.includes("status=failed"));
     expect(call).toBeDefined();
@@ -118,7 +113,7 @@ describe("Runs", () => {
   it("a status filter goes into the URL and back to the first page", async () => {
     const user = userEvent.setup();
     stub(30);
-    renderAt("/runs?offset=25");
+    renderRuns("/runs?offset=25");
     await screen.findByText("26–30 of 30");
     await user.selectOptions(screen.getByLabelText("Status"), "succeeded");
     await waitFor(() => expect(screen.getByTestId("where").textContent).toBe("/runs?status=succeeded"));
@@ -127,7 +122,7 @@ describe("Runs", () => {
   it("Enter on a row opens the run", async () => {
     const user = userEvent.setup();
     stub(3);
-    renderAt("/runs");
+    renderRuns("/runs");
     const row = (await screen.findByText("#2")).closest("tr")!;
     row.focus();
     await user.keyboard("{Enter}");
@@ -137,7 +132,7 @@ describe("Runs", () => {
   it("two picked runs open Compare", async () => {
     const user = userEvent.setup();
     stub(3);
-    renderAt("/runs");
+    renderRuns("/runs");
     await screen.findByText("1–3 of 3");
     const compare = screen.queryByRole("button", { name: "Compare" });
     expect(compare).toBeNull();
@@ -152,7 +147,7 @@ describe("Runs", () => {
 
   it("says so when there are no runs, with a way to submit", async () => {
     stub(0);
-    renderAt("/runs");
+    renderRuns("/runs");
     expect(await screen.findByText("No runs yet")).toBeTruthy();
     expect(screen.getAllByRole("link", { name: "Submit a task" }).length).toBeGreaterThan(0);
   });
@@ -161,7 +156,7 @@ describe("Runs", () => {
 describe("Compare", () => {
   it("shows both runs and warns when their tasks differ", async () => {
     stub(0);
-    renderAt("/runs/compare?a=4&b=9");
+    renderRuns("/runs/compare?a=4&b=9");
     expect(await screen.findByText(/different tasks/)).toBeTruthy();
     expect(screen.getByText("answer 4")).toBeTruthy();
     expect(screen.getByText("answer 9")).toBeTruthy();
@@ -170,14 +165,14 @@ describe("Compare", () => {
 
   it("does not warn for two runs of the same task", async () => {
     stub(0);
-    renderAt("/runs/compare?a=4&b=5");
+    renderRuns("/runs/compare?a=4&b=5");
     await screen.findByText("answer 5");
     expect(screen.queryByText(/different tasks/)).toBeNull();
   });
 
   it("asks for two runs when the URL has none", async () => {
     stub(0);
-    renderAt("/runs/compare");
+    renderRuns("/runs/compare");
     expect(await screen.findByText("Pick two runs to compare")).toBeTruthy();
   });
 });

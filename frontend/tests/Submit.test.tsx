@@ -1,15 +1,12 @@
 // "Run again" (the run page's link to /?task=ID&pool=ID) runs the same task once more with
 // the settings chosen here: no new task is made.
-import { QueryClient, QueryClientProvider } from "@tanstack/react-query";
-import { render, screen } from "@testing-library/react";
+import { screen } from "@testing-library/react";
 import userEvent from "@testing-library/user-event";
 import { afterEach, expect, it, vi } from "vitest";
-import { MemoryRouter, Route, Routes } from "react-router";
+import { Route, Routes } from "react-router";
 
 import SubmitPage from "../src/pages/Submit";
-
-const reply = (status: number, body: unknown) =>
-  ({ ok: status < 400, status, statusText: "", json: async () => body }) as unknown as Response;
+import { renderAt, reply } from "./support";
 
 const OPTIONS = {
   policies: [{ name: "default", needs_checkpoint: false }],
@@ -41,17 +38,13 @@ function stub(task: number | null) {
   return posted;
 }
 
-function renderAt(path: string) {
-  const client = new QueryClient({ defaultOptions: { queries: { retry: false } } });
-  return render(
-    <QueryClientProvider client={client}>
-      <MemoryRouter initialEntries={[path]}>
-        <Routes>
-          <Route path="/" element={<SubmitPage />} />
-          <Route path="/runs/:id" element={<p>run page</p>} />
-        </Routes>
-      </MemoryRouter>
-    </QueryClientProvider>,
+function renderSubmit(path: string) {
+  return renderAt(
+    path,
+    <Routes>
+      <Route path="/" element={<SubmitPage />} />
+      <Route path="/runs/:id" element={<p>run page</p>} />
+    </Routes>,
   );
 }
 
@@ -59,7 +52,7 @@ afterEach(() => vi.unstubAllGlobals());
 
 it("runs the same task again on the pool it came from, without making a task", async () => {
   const posted = stub(7);
-  renderAt("/?task=7&pool=3");
+  renderSubmit("/?task=7&pool=3");
   expect(await screen.findByText("Run task #7 again")).toBeTruthy();
   expect(screen.getByTestId("again-text").textContent).toBe("Which is larger, 7 or 12?");
   await userEvent.click(screen.getByRole("radio", { name: /best/ }));
@@ -72,7 +65,7 @@ it("runs the same task again on the pool it came from, without making a task", a
 
 it("says so when the task to run again is not there, and runs nothing", async () => {
   const posted = stub(null);
-  renderAt("/?task=8");
+  renderSubmit("/?task=8");
   expect(await screen.findByText("There is no task with id 8.")).toBeTruthy();
   expect((screen.getByTestId("submit-run") as HTMLButtonElement).disabled).toBe(true);
   expect(posted).toHaveLength(0);

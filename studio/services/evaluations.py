@@ -216,20 +216,26 @@ def jobs_workers() -> list[str]:
     return sorted(name for name in names if name)
 
 
-def jobs_fail_silent(*, answering: Callable[[list[str]], Iterable[str]], me: str, after_s: float) -> int:
+def jobs_fail_silent(
+    *,
+    answering: Callable[[list[str]], Iterable[str]],
+    me: str,
+    after_s: float,
+    clock: Callable[[], float] = time.time,
+) -> int:
     """Fail the jobs running on a worker that has answered no ping for `after_s` seconds (it
     was killed for good, or its machine is gone, and no worker of its name started again to
     clean up: see jobs_fail_orphaned). `answering(names)` pings the workers and returns those
     that answered; `me`, the asking worker, is asked too, and if even it does not answer the
-    pings are not getting through, so nothing is failed (nor without a name for it). Returns
-    how many jobs were failed."""
+    pings are not getting through, so nothing is failed (nor without a name for it). `clock`
+    gives the time in seconds. Returns how many jobs were failed."""
     names = jobs_workers()
     if not names or after_s <= 0:
         return 0
     answered = set(answering(sorted({*names, me} - {""})))
     if me not in answered:  # no answer even from here (or no name): pings are not getting through
         return 0
-    now, failed = time.time(), 0
+    now, failed = clock(), 0
     for name in names:
         key = SILENT_KEY.format(name)
         if name in answered:

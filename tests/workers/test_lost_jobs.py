@@ -96,7 +96,7 @@ def test_a_job_records_the_worker_that_took_it() -> None:
 
 
 class Clock:
-    """Stands in for time.time in the service, so that a silence can last without waiting."""
+    """The sweep's clock, moved by hand, so that a silence can last without waiting."""
 
     def __init__(self) -> None:
         self.now = 1_000_000.0
@@ -105,9 +105,8 @@ class Clock:
         return self.now
 
 
-def test_the_jobs_of_a_worker_silent_for_long_enough_are_failed_and_only_those(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_jobs_of_a_worker_silent_for_long_enough_are_failed_and_only_those() -> None:
     clock = Clock()
-    monkeypatch.setattr(evaluations.time, "time", clock)
     gone, alive = f"gone-{uuid.uuid4().hex[:8]}@vm", f"alive-{uuid.uuid4().hex[:8]}@vm"
     lost_run = EvaluationRun.objects.create(config={}, status=JobStatus.RUNNING, worker=gone)
     lost_job = TrainingJob.objects.create(kind="policy", config={}, status=JobStatus.RUNNING, worker=gone)
@@ -119,7 +118,7 @@ def test_the_jobs_of_a_worker_silent_for_long_enough_are_failed_and_only_those(m
         return {alive, "sweeper@vm"}
 
     def sweep() -> int:
-        return evaluations.jobs_fail_silent(answering=answering, me="sweeper@vm", after_s=120)
+        return evaluations.jobs_fail_silent(answering=answering, me="sweeper@vm", after_s=120, clock=clock)
 
     assert sweep() == 0  # the first silence is only noted
     assert asked == [sorted([gone, alive, "sweeper@vm"])]
@@ -136,16 +135,15 @@ def test_the_jobs_of_a_worker_silent_for_long_enough_are_failed_and_only_those(m
     assert "Start it again" in lost_job.message
 
 
-def test_a_worker_that_answers_again_starts_its_silence_over(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_worker_that_answers_again_starts_its_silence_over() -> None:
     clock = Clock()
-    monkeypatch.setattr(evaluations.time, "time", clock)
     name = f"flaky-{uuid.uuid4().hex[:8]}@vm"
     run = EvaluationRun.objects.create(config={}, status=JobStatus.RUNNING, worker=name)
     replies = iter([set(), {name}, set(), set()])
 
     def sweep() -> int:
         answered = next(replies) | {"me@vm"}
-        return evaluations.jobs_fail_silent(answering=lambda names: answered, me="me@vm", after_s=60)
+        return evaluations.jobs_fail_silent(answering=lambda names: answered, me="me@vm", after_s=60, clock=clock)
 
     assert sweep() == 0  # silent from now
     clock.now += 50
@@ -158,12 +156,11 @@ def test_a_worker_that_answers_again_starts_its_silence_over(monkeypatch: pytest
     assert run.status == JobStatus.RUNNING
 
 
-def test_no_job_is_failed_when_even_the_asking_worker_does_not_answer(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_no_job_is_failed_when_even_the_asking_worker_does_not_answer() -> None:
     clock = Clock()
-    monkeypatch.setattr(evaluations.time, "time", clock)
     run = EvaluationRun.objects.create(config={}, status=JobStatus.RUNNING, worker=f"w-{uuid.uuid4().hex[:8]}@vm")
     for _ in range(3):  # pings are not getting through: nobody can be told gone
-        assert evaluations.jobs_fail_silent(answering=lambda names: set(), me="me@vm", after_s=1) == 0
+        assert evaluations.jobs_fail_silent(answering=lambda names: set(), me="me@vm", after_s=1, clock=clock) == 0
         clock.now += 100
     run.refresh_from_db()
     assert run.status == JobStatus.RUNNING
