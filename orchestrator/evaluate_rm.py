@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from orchestrator.learning.dataset import default_embedder, encode, make_context
+from orchestrator.learning.dataset import Embedder, default_embedder, encode, make_context
 from orchestrator.learning.episode import EpisodeBatch, Rollout, rollout
 from orchestrator.learning.features import task_features
 from orchestrator.learning.method import LearnedMethod
@@ -109,10 +109,12 @@ def run_seed(
     rm_config: RMConfig,
     policy_config: dict[str, Any] | None,
     prices: dict[str, dict[str, float]] | None,
+    embedder: Embedder | None = None,
 ) -> dict[str, Any]:
+    embed = embedder or default_embedder
     train, test = split_table(table, seed=seed)
-    emb_tr = np.asarray(default_embedder(list(train.prompts)), dtype=np.float32)
-    emb_te = np.asarray(default_embedder(list(test.prompts)), dtype=np.float32)
+    emb_tr = np.asarray(embed(list(train.prompts)), dtype=np.float32)
+    emb_te = np.asarray(embed(list(test.prompts)), dtype=np.float32)
     context = make_context(train, emb_tr, prices)
     cost_ref = context.calibration.cost_ref
 
@@ -127,7 +129,7 @@ def run_seed(
     pairs = held_out_pairs(net, test, task_te, plans_te, np.nan_to_num(test.cost) / cost_ref)
 
     start = time.perf_counter()
-    method = LearnedMethod(policy_config)
+    method = LearnedMethod(policy_config, embedder=embed)
     method.fit(train, seed=seed)
     policy_s = time.perf_counter() - start
     assert method.context is not None
