@@ -21,10 +21,11 @@ embed the same text at once both leave a whole file.
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import tempfile
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,10 +33,12 @@ import numpy as np
 
 EMBEDDING_DIM = 384
 MODEL_NAME = "all-MiniLM-L6-v2"
-TEXT_RULE = "tail"  # `window_text`'s rule, part of the cache's name: another rule gives other vectors
+TEXT_RULE = "tail"  # `window_text`'s rule: another rule gives other vectors
+EMBEDDING_ID = f"{MODEL_NAME}-{TEXT_RULE}"  # names the cache, and is saved in every checkpoint
 CHUNK = 512  # texts encoded between two progress reports (and cache writes)
 BATCH_SIZE = 64
 
+logger = logging.getLogger(__name__)
 _model: Any = None
 _lock = threading.Lock()
 
@@ -44,11 +47,19 @@ def cache_dir() -> Path:
     """The cache directory for this model: $ORCHESTRA_CACHE_DIR or `<repo>/.data/cache/embeddings`."""
     root = os.environ.get("ORCHESTRA_CACHE_DIR")
     base = Path(root) if root else Path(__file__).resolve().parent.parent / ".data" / "cache" / "embeddings"
-    return base / f"{MODEL_NAME}-{TEXT_RULE}"
+    return base / EMBEDDING_ID
 
 
 def text_key(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def check_embedding(payload: Mapping[str, Any], path: str | Path) -> None:
+    """Warn when a checkpoint's vectors (its calibration items') were made by another embedding
+    than the one texts get now: it still works, but long texts are compared across two rules."""
+    saved = payload.get("embedding", f"{MODEL_NAME} (texts read from their start)")
+    if saved != EMBEDDING_ID:
+        logger.warning("%s was trained on %s embeddings; texts are now %s: train it again", path, saved, EMBEDDING_ID)
 
 
 def load_model() -> Any:
@@ -69,14 +80,17 @@ def load_model() -> Any:
     return _model
 
 
+def question_of(text: str) -> str:
+    """A recorded item's own question. A few-shot prompt (RouterBench's, say) starts with the
+    same solved examples in every item, blank-line separated; its question is the last block."""
+    blocks = [block for block in text.strip().split("\n\n") if block.strip()]
+    return blocks[-1].strip() if len(blocks) >= 3 else text.strip()
+
+
 def window_text(text: str, count: Callable[[str], int], window: int) -> str:
     """What of `text` the model reads: all of it when its `count` of tokens fits `window`, else
-    its last blank-line separated block (when it has three or more: a few-shot prompt's own
-    question), which the tokenizer cuts from the left if still too long."""
-    if count(text) <= window:
-        return text
-    blocks = [block for block in text.strip().split("\n\n") if block.strip()]
-    return blocks[-1].strip() if len(blocks) >= 3 else text
+    its own question (`question_of`), which the tokenizer cuts from the left if still too long."""
+    return text if count(text) <= window else question_of(text)
 
 
 def encode(texts: Sequence[str], *, progress: bool = False) -> np.ndarray:

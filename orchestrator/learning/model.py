@@ -17,6 +17,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from orchestrator.embedding import EMBEDDING_ID, check_embedding
 from orchestrator.learning.features import CANDIDATE_DIM, PAIR_DIM, RESPONSE_DIM, STATE_DIM, TASK_EXTRA
 
 LAMBDA_DIM = 2
@@ -99,7 +100,7 @@ class PolicyNet(nn.Module):  # type: ignore[misc]  # torch is not type-checked (
 
 def save_checkpoint(path: str | Path, net: PolicyNet, *, extra: dict[str, Any]) -> None:
     """A .pt file of plain tensors and JSON-able values: loads with weights_only=True."""
-    payload = {"config": asdict(net.config), "state_dict": net.state_dict(), **extra}
+    payload = {"config": asdict(net.config), "state_dict": net.state_dict(), "embedding": EMBEDDING_ID, **extra}
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     torch.save(payload, path)
 
@@ -107,6 +108,7 @@ def save_checkpoint(path: str | Path, net: PolicyNet, *, extra: dict[str, Any]) 
 def load_checkpoint(path: str | Path) -> tuple[PolicyNet, dict[str, Any]]:
     """(network in eval mode, the rest of the payload: metrics, training config, ...)."""
     payload: dict[str, Any] = torch.load(path, map_location="cpu", weights_only=True)
+    check_embedding(payload, path)
     net = PolicyNet(PolicyConfig(**payload.pop("config")))
     net.load_state_dict(payload.pop("state_dict"))
     net.eval()

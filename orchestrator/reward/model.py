@@ -16,6 +16,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from orchestrator.embedding import EMBEDDING_ID, check_embedding
 from orchestrator.learning.dataset import PoolContext
 from orchestrator.learning.features import TASK_EXTRA, PairInfo, task_features
 from orchestrator.learning.model import LAMBDA_DIM, lambda_features
@@ -114,6 +115,7 @@ def save_reward_model(
     payload = {
         "kind": KIND,
         "config": asdict(net.config),
+        "embedding": EMBEDDING_ID,
         "state_dict": net.state_dict(),
         "pool": {
             "infos": [asdict(info) for info in context.infos],
@@ -139,6 +141,7 @@ class RewardModel:
         payload: dict[str, Any] = torch.load(path, map_location="cpu", weights_only=True)
         if payload.get("kind") != KIND:
             raise ValueError(f"{path} is not an OrchRM checkpoint")
+        check_embedding(payload, path)
         # Options a checkpoint does not name did not exist when it was saved: it was trained without them.
         config = {"separable": False, "anchor": False, "accuracy_prior": False, **payload.pop("config")}
         net = RewardNet(RewardConfig(**config))

@@ -8,10 +8,10 @@ from django.http import HttpRequest
 from ninja import Field, Query, Router, Schema
 from ninja.pagination import LimitOffsetPagination, paginate
 
+from orchestrator.embedding import question_of
 from studio.api.auth import role
 from studio.models import Role
 from studio.selectors.catalog import recorded_item_list, run_options
-from studio.services.tasks import question_of
 
 router = Router(tags=["catalog"], auth=role(Role.VIEWER))
 

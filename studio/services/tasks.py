@@ -5,6 +5,7 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 
+from orchestrator.embedding import question_of
 from studio.errors import Invalid
 from studio.models import Domain, Task, User
 
@@ -95,10 +96,3 @@ def task_create_composite(*, owner: User, items: list[tuple[str, str]], text: st
         decomposable=True,
         metadata={"items": [{**p, "recorded_pairs": [list(pair) for pair in p["recorded_pairs"]]} for p in parts]},
     )
-
-
-def question_of(prompt: str) -> str:
-    """A recorded item's own question. A few-shot prompt (RouterBench's, say) starts with the
-    same solved examples in every item, blank-line separated; its question is the last block."""
-    blocks = [block for block in prompt.strip().split("\n\n") if block.strip()]
-    return blocks[-1].strip() if len(blocks) >= 3 else prompt.strip()

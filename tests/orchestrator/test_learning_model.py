@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
+from orchestrator.embedding import EMBEDDING_ID
 from orchestrator.learning.dataset import encode, make_context
 from orchestrator.learning.episode import EpisodeBatch, rollout
 from orchestrator.learning.features import (
@@ -103,6 +105,20 @@ def test_checkpoint_round_trip(tmp_path: Path) -> None:
         a = net.reliability_logits(batch.task, batch.pairs, torch.zeros(64, 3, 9))
         b = loaded.reliability_logits(batch.task, batch.pairs, torch.zeros(64, 3, 9))
     assert torch.equal(a, b)
+
+
+def test_a_checkpoint_names_its_embedding_and_an_older_one_is_flagged(tmp_path: Path, caplog) -> None:
+    path = tmp_path / "policy.pt"
+    save_checkpoint(path, PolicyNet(PolicyConfig(hidden=8)), extra={})
+    assert torch.load(path, weights_only=True)["embedding"] == EMBEDDING_ID == "all-MiniLM-L6-v2-tail"
+    with caplog.at_level(logging.WARNING, logger="orchestrator.embedding"):
+        load_checkpoint(path)
+        assert not caplog.records
+        payload = torch.load(path, weights_only=True)
+        del payload["embedding"]  # saved before texts were read by their end
+        torch.save(payload, path)
+        load_checkpoint(path)
+    assert "texts read from their start" in caplog.text and "train it again" in caplog.text
 
 
 def test_item_predictor_learns_a_per_item_signal_out_of_fold() -> None:
