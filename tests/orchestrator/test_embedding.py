@@ -59,33 +59,34 @@ def test_progress_follows_the_texts_encoded(monkeypatch):
     assert chunks == [(2, 3), (3, 3)]  # "known" was cached: three to encode, two at a time
 
 
-def words(text: str) -> int:
-    return len(text.split())
+def words(text: str) -> list[str]:
+    return text.split()
 
 
-def test_a_text_that_fits_is_read_whole_and_a_long_few_shot_prompt_by_its_question():
+def test_a_text_that_fits_has_no_end_and_a_long_few_shot_prompt_ends_in_its_question():
     short = "Context.\n\nMore context.\n\nThe question?"
-    assert embedding.window_text(short, words, window=10) == short
+    assert embedding.end_text(short, words, " ".join, window=10) is None
     shots = "\n\n".join(["Q: one plus one? A: two"] * 5)
-    assert embedding.window_text(f"{shots}\n\n  Q: three plus four?\n", words, window=10) == "Q: three plus four?"
-    # long, but with fewer than three blocks: left whole, for the tokenizer to keep its end
-    long = "word " * 30 + "\n\nQ: which?"
-    assert embedding.window_text(long, words, window=10) == long
+    assert embedding.end_text(f"{shots}\n\n  Q: three plus four?\n", words, " ".join, window=10) == (
+        "Q: three plus four?"
+    )
+    # long, with fewer than three blocks: its last `window` words
+    long = "word " * 30 + "\n\nQ: which one is it?"
+    assert embedding.end_text(long, words, " ".join, window=7) == "word word Q: which one is it?"
 
 
 def test_few_shot_prompts_sharing_their_examples_embed_apart():
-    """Read from the start, every prompt with the same long few-shot prefix embedded the same."""
+    """Read only from the start, every prompt with the same long few-shot prefix embedded the same."""
     shots = "\n\n".join(
         f"Question {k}: which planet is closest to the sun? A) Mercury B) Venus\nAnswer: A" for k in range(20)
     )
-    texts = [
-        f"{shots}\n\nWhich gas do plants take in from the air? A) oxygen B) carbon dioxide\nAnswer:",
-        f"{shots}\n\nWho wrote the play Hamlet? A) Shakespeare B) Dickens\nAnswer:",
-        "Which gas do plants take in from the air? A) oxygen B) carbon dioxide\nAnswer:",
-    ]
-    vectors = embedding.embed(texts)
-    assert float(vectors[0] @ vectors[1]) < 0.8
-    assert float(vectors[0] @ vectors[2]) == pytest.approx(1.0, abs=1e-5)
-    # a long text with no blocks is read by its end: the same start, different endings, apart
+    plants = "Which gas do plants take in from the air? A) oxygen B) carbon dioxide\nAnswer:"
+    texts = [f"{shots}\n\n{plants}", f"{shots}\n\nWho wrote the play Hamlet? A) Shakespeare B) Dickens\nAnswer:"]
+    vectors = embedding.embed([*texts, plants])
+    assert float(vectors[0] @ vectors[1]) < 0.95
+    # the mean of the start (the shared examples, as the model alone reads them) and the question
+    mean = vectors[2] + embedding.load_model().encode([shots], normalize_embeddings=True)[0]
+    assert vectors[0] == pytest.approx(mean / np.linalg.norm(mean), abs=1e-4)
+    # a long text with no blocks: its end is read too, so different endings embed apart
     ends = embedding.embed(["filler " * 400 + "What is the capital of France?", "filler " * 400 + "Sing me a song."])
     assert float(ends[0] @ ends[1]) < 0.999

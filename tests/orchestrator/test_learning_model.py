@@ -110,7 +110,7 @@ def test_checkpoint_round_trip(tmp_path: Path) -> None:
 def test_a_checkpoint_names_its_embedding_and_an_older_one_is_flagged(tmp_path: Path, caplog) -> None:
     path = tmp_path / "policy.pt"
     save_checkpoint(path, PolicyNet(PolicyConfig(hidden=8)), extra={})
-    assert torch.load(path, weights_only=True)["embedding"] == EMBEDDING_ID == "all-MiniLM-L6-v2-tail"
+    assert torch.load(path, weights_only=True)["embedding"] == EMBEDDING_ID == "all-MiniLM-L6-v2-head+question"
     with caplog.at_level(logging.WARNING, logger="orchestrator.embedding"):
         load_checkpoint(path)
         assert not caplog.records
