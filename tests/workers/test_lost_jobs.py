@@ -172,7 +172,7 @@ def test_a_live_worker_answers_the_ping_and_a_gone_one_does_not() -> None:
     with running_worker(concurrency=1) as worker:
         name = worker.hostname  # type: ignore[attr-defined]
         # the remote-control consumer can start a little after the worker takes tasks: ask again
-        deadline, answered = time.monotonic() + 30.0, set()
+        deadline, answered = time.monotonic() + 30.0, set[str]()
         while not answered and time.monotonic() < deadline:
             answered = tasks.answering([name, "gone@nowhere"], timeout=3.0)
         assert answered == {name}
