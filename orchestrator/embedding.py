@@ -35,6 +35,7 @@ EMBEDDING_DIM = 384
 MODEL_NAME = "all-MiniLM-L6-v2"
 TEXT_RULE = "head+question"  # how a long text is read (`end_text`): another rule gives other vectors
 EMBEDDING_ID = f"{MODEL_NAME}-{TEXT_RULE}"  # names the cache, and is saved in every checkpoint
+LEGACY_EMBEDDING = f"{MODEL_NAME} (texts read from their start)"  # a checkpoint that names none
 CHUNK = 512  # texts encoded between two progress reports (and cache writes)
 BATCH_SIZE = 64
 
@@ -57,7 +58,7 @@ def text_key(text: str) -> str:
 def check_embedding(payload: Mapping[str, Any], path: str | Path) -> None:
     """Warn when a checkpoint's vectors (its calibration items') were made by another embedding
     than the one texts get now: it still works, but long texts are compared across two rules."""
-    saved = payload.get("embedding", f"{MODEL_NAME} (texts read from their start)")
+    saved = payload.get("embedding", LEGACY_EMBEDDING)
     if saved != EMBEDDING_ID:
         logger.warning("%s was trained on %s embeddings; texts are now %s: train it again", path, saved, EMBEDDING_ID)
 

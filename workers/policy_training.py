@@ -9,6 +9,7 @@ from typing import Any
 from django.conf import settings
 from django.db.models import Prefetch
 
+from orchestrator.embedding import EMBEDDING_ID
 from orchestrator.learning.method import LearnedConfig
 from studio.models import Attempt, AttemptStatus, Node, RunStatus, TrainingJob
 from studio.services.training import shipped_outcomes
@@ -69,4 +70,5 @@ def train_policy_job(job: TrainingJob, progress: Progress, out: Path) -> Trained
         extra_trajectories=extra,
     )  # fmt: skip
     lineage = {"outcomes": [path.name for path in paths], "seed": seed, "live_runs": len(extra)}
-    return Trained(path=out, config={**config.to_dict(), "seed": seed}, metrics=metrics, lineage=lineage)
+    config_saved = {**config.to_dict(), "seed": seed, "embedding": EMBEDDING_ID}
+    return Trained(path=out, config=config_saved, metrics=metrics, lineage=lineage)

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 from django.conf import settings
 
+from orchestrator.embedding import EMBEDDING_ID
 from orchestrator.reward.jsonl import PreferenceRecord
 from orchestrator.train_rm import RMConfig
 from studio.models import PairSource, Run, RunStatus
@@ -103,7 +104,8 @@ def train_reward_job(job: Any, progress: Progress, out: Path, *, embedder: Embed
         "studio_pairs": _by_source(studio_pairs),  # preference pairs with a known winner
         "run_pairs": len(live),  # correct-over-incorrect pairs of stored runs
     }
-    return Trained(path=out, config={**config.to_dict(), "seed": seed}, metrics=metrics, lineage=lineage)
+    config_saved = {**config.to_dict(), "seed": seed, "embedding": EMBEDDING_ID}
+    return Trained(path=out, config=config_saved, metrics=metrics, lineage=lineage)
 
 
 def _by_source(records: list[PreferenceRecord]) -> dict[str, int]:

@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+import logging
+import pickle
 import secrets
 from dataclasses import dataclass
+from pathlib import Path
 
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from orchestrator.embedding import EMBEDDING_ID
 from studio.models import Checkpoint, CheckpointKind, JobStatus, Primitive, Role, TrainingJob, User
 from studio.services.training import training_job_create
 from studio.services.users import user_create
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -73,17 +80,49 @@ def primitives_seed() -> list[Primitive]:
     return rows
 
 
+def checkpoint_embedding(checkpoint: Checkpoint) -> str | None:
+    """The text embedding a checkpoint was trained on: its config's, else its file's (rows
+    made before the config named it); None when the file is gone or unreadable."""
+    saved = checkpoint.config.get("embedding")
+    if isinstance(saved, str):
+        return saved
+    from orchestrator.learning.model import saved_embedding  # torch: only for such old rows
+
+    try:
+        return saved_embedding(Path(settings.DATA_DIR) / checkpoint.path)
+    except (OSError, RuntimeError, ValueError, pickle.UnpicklingError) as exc:
+        logger.warning("checkpoint %s: cannot read %s (%s)", checkpoint.name, checkpoint.path, exc)
+        return None
+
+
+def stale_demo_policy() -> Checkpoint | None:
+    """The default policy checkpoint, where it is a demo one trained on other text embeddings
+    than today's (so its task features mean something else now); else None. A checkpoint
+    someone trained or promoted by hand is theirs to replace."""
+    default = Checkpoint.objects.filter(kind=CheckpointKind.POLICY, is_default=True).first()
+    if default is None or not TrainingJob.objects.filter(checkpoint=default, config__demo=True).exists():
+        return None
+    saved = checkpoint_embedding(default)
+    return default if saved is not None and saved != EMBEDDING_ID else None
+
+
 @transaction.atomic
 def demo_policy_ensure(*, user: User) -> TrainingJob | None:
     """Queue the demo policy's training unless a policy checkpoint exists or a job for it is
     queued. A demo job left running by a studio that stopped is marked failed first (up
-    starts the studio's workers after this, so nothing else is running it)."""
+    starts the studio's workers after this, so nothing else is running it). A default demo
+    checkpoint trained on older text embeddings is trained again; the new one replaces it as
+    the default when it is done (`replaces`), unless another was promoted meanwhile."""
     interrupted = TrainingJob.objects.filter(kind=CheckpointKind.POLICY, status=JobStatus.RUNNING, config__demo=True)
     interrupted.update(
         status=JobStatus.FAILED, finished_at=timezone.now(), message="interrupted: the studio stopped while it ran"
     )
-    if Checkpoint.objects.filter(kind=CheckpointKind.POLICY).exists():
-        return None
     if TrainingJob.objects.filter(kind=CheckpointKind.POLICY, status=JobStatus.QUEUED).exists():
+        return None
+    stale = stale_demo_policy()
+    if stale is not None:
+        config = {**DEMO_POLICY_CONFIG, "replaces": stale.pk}
+        return training_job_create(user=user, kind=CheckpointKind.POLICY, config=config)
+    if Checkpoint.objects.filter(kind=CheckpointKind.POLICY).exists():
         return None
     return training_job_create(user=user, kind=CheckpointKind.POLICY, config=dict(DEMO_POLICY_CONFIG))

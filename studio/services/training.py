@@ -47,6 +47,13 @@ def check_training_config(kind: str, config: dict[str, Any]) -> None:
     if unknown:
         known = ", ".join(sorted(shipped))
         raise Invalid("config.outcomes", f"Unknown outcome files: {', '.join(unknown)}; shipped: {known}.")
+    replaces = config.get("replaces")
+    if replaces is not None and (
+        isinstance(replaces, bool)
+        or not isinstance(replaces, int)
+        or not Checkpoint.objects.filter(pk=replaces, kind=kind).exists()
+    ):
+        raise Invalid("config.replaces", f"replaces must be the id of a {kind} checkpoint; {replaces!r} is not.")
     if kind == CheckpointKind.REWARD_MODEL:
         check_reward_config(config)
 
@@ -118,13 +125,18 @@ def training_job_progress(*, job_id: int, progress: float, stage: str, metrics: 
 def training_job_finish(
     *, job_id: int, path: Path, config: dict[str, Any], metrics: dict[str, Any], lineage: dict[str, Any]
 ) -> Checkpoint:
-    """Keep the job's checkpoint; the first of its kind becomes the default."""
+    """Keep the job's checkpoint. It becomes the default when it is the first of its kind, or
+    when the job was queued to replace the default (`replaces`) and that one still is."""
     job = TrainingJob.objects.select_for_update().get(pk=job_id)
     name = f"{job.kind}-{job.pk}"
-    has_default = Checkpoint.objects.filter(kind=job.kind, is_default=True).exists()
+    default = Checkpoint.objects.select_for_update().filter(kind=job.kind, is_default=True).first()
+    takes_over = default is None or default.pk == job.config.get("replaces")
+    if default is not None and takes_over:
+        default.is_default = False
+        default.save(update_fields=["is_default"])
     checkpoint = Checkpoint.objects.create(
         kind=job.kind, name=name, path=str(path.relative_to(settings.DATA_DIR)), config=config, metrics=metrics,
-        lineage=lineage, is_default=not has_default, created_by=job.created_by,
+        lineage=lineage, is_default=takes_over, created_by=job.created_by,
     )  # fmt: skip
     job.status, job.progress, job.finished_at = JobStatus.SUCCEEDED, 1.0, timezone.now()
     job.metrics, job.checkpoint, job.message = {**job.metrics, **metrics}, checkpoint, "finished"

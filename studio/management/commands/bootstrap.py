@@ -49,7 +49,12 @@ class Command(BaseCommand):
             return
         job = demo_policy_ensure(user=user)
         if job is not None:
+            why = (
+                f"checkpoint {job.config['replaces']} was trained on older text embeddings; it serves runs until then"
+                if "replaces" in job.config
+                else "runs use the learned policy once it is done"
+            )
             self.stdout.write(
                 f"Training the demo policy on RouterBench's outcomes (training job {job.pk}, a few minutes); "
-                "runs use the learned policy once it is done. Progress: /api/training/jobs/" + str(job.pk)
+                f"{why}. Progress: /api/training/jobs/{job.pk}"
             )
