@@ -41,6 +41,8 @@ def test_a_researcher_queues_a_policy_job_and_reads_it(api_as, django_capture_on
         ({"config": {"seed": -1}}, "config.seed"),
         ({"config": {"outcomes": ["nope.jsonl.gz"]}}, "config.outcomes"),
         ({"config": {"outcomes": "routerbench.jsonl.gz"}}, "config.outcomes"),
+        ({"config": {"replaces": 999_999}}, "config.replaces"),
+        ({"config": {"replaces": "1"}}, "config.replaces"),
     ],
 )
 def test_a_bad_job_is_422_and_not_queued(api_as, body: dict[str, Any], field: str) -> None:
