@@ -73,10 +73,17 @@ def response_features(batch: EpisodeBatch, executed: torch.Tensor) -> torch.Tens
 
 
 def reliability(net: PolicyNet, batch: EpisodeBatch, executed: torch.Tensor) -> torch.Tensor:
-    """[B, P] probability that each executed pair's answer is right (0 where not executed)."""
+    """[B, P] probability that each executed pair's answer is right (0 where not executed).
+    Only the executed (item, pair) cells go through the head: a few per item, not all P."""
+    out = torch.zeros(executed.shape)
+    rows, cols = torch.nonzero(executed, as_tuple=True)
+    if rows.numel() == 0:
+        return out
     with torch.no_grad():
-        logits = net.reliability_logits(batch.task, batch.pairs, response_features(batch, executed))
-    return torch.sigmoid(logits) * executed.float()
+        response = response_features(batch, executed)[rows, cols]  # [n, R]
+        logits = net.reliability_of(net.rel_task_proj(batch.task)[rows], batch.pairs[rows, cols], response)  # [n]
+    out[rows, cols] = torch.sigmoid(logits)
+    return out
 
 
 def observe(

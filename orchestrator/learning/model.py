@@ -77,13 +77,23 @@ class PolicyNet(nn.Module):  # type: ignore[misc]  # torch is not type-checked (
     ) -> torch.Tensor:
         """[B, P + 1] logits: one per pair, then finish; a disallowed action is -inf."""
         context = torch.cat([task_h, state, lambda_features(lam)], dim=-1)  # [B, C]
-        b, p, _ = pairs.shape
-        joint = torch.cat([context.unsqueeze(1).expand(b, p, -1), pairs, candidate], dim=-1)  # [B, P, C+F+K]
-        pair_logits = self.pair_head(joint).squeeze(-1)  # [B, P]
+        pair_logits = self.pair_scores(context, torch.cat([pairs, candidate], dim=-1))  # [B, P]
         finish_logit = self.finish_head(context)  # [B, 1]
         logits = torch.cat([pair_logits, finish_logit], dim=-1)  # [B, P+1]
         mask = torch.cat([allowed, finish_allowed.unsqueeze(-1)], dim=-1)
         return logits.masked_fill(~mask, -math.inf)
+
+    def pair_scores(self, context: torch.Tensor, per_pair: torch.Tensor) -> torch.Tensor:
+        """[B, P]: `pair_head` over [context, per_pair] for every pair (context [B, C], per_pair
+        [B, P, F+K]). Its first layer is applied in two column blocks, the context's once per
+        item, so the [B, P, C+F+K] input is never built: the same function, a fraction of the
+        FLOPs (C is most of the input)."""
+        first, rest = self.pair_head[0], self.pair_head[1:]
+        c = context.shape[-1]
+        shared = nn.functional.linear(context, first.weight[:, :c], first.bias)  # [B, H]
+        h = nn.functional.linear(per_pair, first.weight[:, c:]) + shared.unsqueeze(1)  # [B, P, H]
+        out: torch.Tensor = rest(h).squeeze(-1)
+        return out
 
     def decompose_logit(self, task_h: torch.Tensor, lam: torch.Tensor) -> torch.Tensor:
         """[B]: the logit of decomposing rather than delegating the whole task to one pair."""
@@ -93,8 +103,12 @@ class PolicyNet(nn.Module):  # type: ignore[misc]  # torch is not type-checked (
     def reliability_logits(self, task: torch.Tensor, pairs: torch.Tensor, response: torch.Tensor) -> torch.Tensor:
         """[B, P]: the logit that each pair's executed response is correct (task [B, T], response [B, P, R])."""
         b, p, _ = pairs.shape
-        h = self.rel_task_proj(task).unsqueeze(1).expand(b, p, -1)
-        out: torch.Tensor = self.reliability_head(torch.cat([h, pairs, response], dim=-1)).squeeze(-1)
+        return self.reliability_of(self.rel_task_proj(task).unsqueeze(1).expand(b, p, -1), pairs, response)
+
+    def reliability_of(self, task_h: torch.Tensor, pairs: torch.Tensor, response: torch.Tensor) -> torch.Tensor:
+        """[...]: the same logit for any cells, each with its own row of rel_task_proj(task) [..., H],
+        pair features [..., F] and response features [..., R]."""
+        out: torch.Tensor = self.reliability_head(torch.cat([task_h, pairs, response], dim=-1)).squeeze(-1)
         return out
 
 

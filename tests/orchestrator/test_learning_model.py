@@ -11,7 +11,7 @@ import torch
 
 from orchestrator.embedding import EMBEDDING_ID
 from orchestrator.learning.dataset import encode, make_context
-from orchestrator.learning.episode import EpisodeBatch, rollout
+from orchestrator.learning.episode import EpisodeBatch, reliability, response_features, rollout
 from orchestrator.learning.features import (
     BLEND_GRID,
     MF_MIN_ITEMS,
@@ -89,6 +89,27 @@ def test_masked_pair_is_never_chosen() -> None:
         torch.zeros(64, dtype=torch.bool),
     )
     assert torch.isinf(logits[:, :3][~allowed]).all() and torch.isinf(logits[:, 3]).all()
+
+
+def test_the_heads_shortcuts_compute_the_plain_functions() -> None:
+    """pair_scores applies pair_head's first layer in two blocks, and reliability() runs only the
+    executed cells: both must give what the plain, concatenated forms give."""
+    torch.manual_seed(0)
+    net = PolicyNet(PolicyConfig(hidden=32))
+    batch = _batch()
+    b, p, _ = batch.pairs.shape
+    context = torch.randn(b, 32 + 9 + 2)
+    per_pair = torch.cat([batch.pairs, torch.randn(b, p, 5)], dim=-1)
+    plain = net.pair_head(torch.cat([context.unsqueeze(1).expand(b, p, -1), per_pair], dim=-1)).squeeze(-1)
+    torch.testing.assert_close(net.pair_scores(context, per_pair), plain)
+
+    executed = torch.from_numpy(np.random.default_rng(0).random((b, p)) < 0.4)
+    executed[0] = False  # an item with nothing executed yet
+    expected = torch.sigmoid(net.reliability_logits(batch.task, batch.pairs, response_features(batch, executed)))
+    got = reliability(net, batch, executed)
+    torch.testing.assert_close(got, expected * executed.float())
+    assert bool((got[executed] > 0).all()) and not got[0].any()
+    assert not reliability(net, batch, torch.zeros_like(executed)).any()
 
 
 def test_checkpoint_round_trip(tmp_path: Path) -> None:
