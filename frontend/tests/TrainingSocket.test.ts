@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 
-import { jobConfig } from "../src/pages/Training";
+import { jobConfig, lineageSummary } from "../src/pages/Training";
 import { curveKeys, extendHistory, metricSummary, type CurvePoint, type TrainingProgress } from "../src/lib/trainingSocket";
 
 const message = (progress: number, metrics: Record<string, unknown>): TrainingProgress => ({
@@ -50,5 +50,14 @@ describe("jobConfig", () => {
     expect(jobConfig("policy", "quick", 2, [])).toMatchObject({ seed: 2, outcomes: ["reflexion.jsonl.gz"], learned: {} });
     expect(jobConfig("reward_model", "full", 0, [])).toEqual({ seed: 0 });
     expect(jobConfig("reward_model", "full", 0, ["bbh.jsonl.gz"])).toEqual({ seed: 0, outcomes: ["bbh.jsonl.gz"] });
+  });
+});
+
+describe("lineageSummary", () => {
+  it("names the data a checkpoint came from, and the default it replaced", () => {
+    expect(lineageSummary({ outcomes: ["routerbench.jsonl.gz"], seed: 0, live_runs: 0, replaces: "policy-1" })).toBe(
+      "routerbench.jsonl.gz · seed 0 · 0 live runs · replaced policy-1 as the default",
+    );
+    expect(lineageSummary({})).toBe("–");
   });
 });

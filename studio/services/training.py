@@ -134,6 +134,7 @@ def training_job_finish(
     if default is not None and takes_over:
         default.is_default = False
         default.save(update_fields=["is_default"])
+        lineage = {**lineage, "replaces": default.name}
     checkpoint = Checkpoint.objects.create(
         kind=job.kind, name=name, path=str(path.relative_to(settings.DATA_DIR)), config=config, metrics=metrics,
         lineage=lineage, is_default=takes_over, created_by=job.created_by,

@@ -59,6 +59,7 @@ def test_a_demo_policy_on_older_embeddings_is_trained_again_and_replaced(make_us
     new = training_job_finish(job_id=job.pk, path=out, config={"embedding": EMBEDDING_ID}, metrics={}, lineage={})
     old.refresh_from_db()
     assert new.is_default and not old.is_default
+    assert new.lineage["replaces"] == "demo-old"
     assert demo_policy_ensure(user=admin) is None  # the default is current now
 
 

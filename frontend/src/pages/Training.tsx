@@ -303,13 +303,14 @@ function JobCurves({ id, live, status }: { id: number; live?: TrainingProgress; 
   );
 }
 
-function lineageSummary(lineage: Record<string, unknown>): string {
+export function lineageSummary(lineage: Record<string, unknown>): string {
   const parts: string[] = [];
   if (Array.isArray(lineage.outcomes)) parts.push(lineage.outcomes.join(", "));
   if (typeof lineage.seed === "number") parts.push(`seed ${lineage.seed}`);
   if (typeof lineage.live_runs === "number") parts.push(`${lineage.live_runs} live runs`);
   if (typeof lineage.pairs === "number") parts.push(`${lineage.pairs} pairs`);
   if (typeof lineage.run_pairs === "number") parts.push(`${lineage.run_pairs} run pairs`);
+  if (typeof lineage.replaces === "string") parts.push(`replaced ${lineage.replaces} as the default`);
   return parts.join(" · ") || "–";
 }
 
