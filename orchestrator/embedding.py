@@ -55,10 +55,16 @@ def text_key(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def saved_embedding(payload: Mapping[str, Any]) -> str:
+    """The embedding a checkpoint's payload names; one from before checkpoints named it was
+    made by the start-only rule."""
+    return str(payload.get("embedding", LEGACY_EMBEDDING))
+
+
 def check_embedding(payload: Mapping[str, Any], path: str | Path) -> None:
     """Warn when a checkpoint's vectors (its calibration items') were made by another embedding
     than the one texts get now: it still works, but long texts are compared across two rules."""
-    saved = payload.get("embedding", LEGACY_EMBEDDING)
+    saved = saved_embedding(payload)
     if saved != EMBEDDING_ID:
         logger.warning("%s was trained on %s embeddings; texts are now %s: train it again", path, saved, EMBEDDING_ID)
 

@@ -17,7 +17,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from orchestrator.embedding import EMBEDDING_ID, LEGACY_EMBEDDING, check_embedding
+from orchestrator.embedding import EMBEDDING_ID, check_embedding, saved_embedding
 from orchestrator.learning.features import CANDIDATE_DIM, PAIR_DIM, RESPONSE_DIM, STATE_DIM, TASK_EXTRA
 
 LAMBDA_DIM = 2
@@ -119,10 +119,9 @@ def save_checkpoint(path: str | Path, net: PolicyNet, *, extra: dict[str, Any]) 
     torch.save(payload, path)
 
 
-def saved_embedding(path: str | Path) -> str:
+def checkpoint_file_embedding(path: str | Path) -> str:
     """The text embedding a checkpoint file was trained on (see `check_embedding`)."""
-    payload = torch.load(path, map_location="cpu", weights_only=True)
-    return str(payload.get("embedding", LEGACY_EMBEDDING))
+    return saved_embedding(torch.load(path, map_location="cpu", weights_only=True))
 
 
 def load_checkpoint(path: str | Path) -> tuple[PolicyNet, dict[str, Any]]:

@@ -86,10 +86,10 @@ def checkpoint_embedding(checkpoint: Checkpoint) -> str | None:
     saved = checkpoint.config.get("embedding")
     if isinstance(saved, str):
         return saved
-    from orchestrator.learning.model import saved_embedding  # torch: only for such old rows
+    from orchestrator.learning.model import checkpoint_file_embedding  # torch: only for such old rows
 
     try:
-        return saved_embedding(Path(settings.DATA_DIR) / checkpoint.path)
+        return checkpoint_file_embedding(Path(settings.DATA_DIR) / checkpoint.path)
     except (OSError, RuntimeError, ValueError, pickle.UnpicklingError) as exc:
         logger.warning("checkpoint %s: cannot read %s (%s)", checkpoint.name, checkpoint.path, exc)
         return None
