@@ -90,6 +90,31 @@ def test_a_broken_line_imports_nothing_and_names_the_line(tmp_path: Path) -> Non
     assert ModelEndpoint.objects.count() == 0
 
 
+def test_a_repeated_record_keeps_the_later_line_and_says_so(tmp_path: Path) -> None:
+    path = tmp_path / "repeats.jsonl"
+    write_outcomes(path, [rec("a", "m", score=0.0), rec("b", "m"), rec("a", "m", response="2", score=1.0)])
+    output = run(path)
+    assert "3 records" in output and "1 line(s) repeated an earlier record, the later line kept" in output
+    assert RecordedOutcome.objects.count() == 2
+    kept = RecordedOutcome.objects.get(item_id="a")
+    assert (kept.response, kept.score) == ("2", 1.0)
+
+
+def test_a_broken_line_after_a_merged_batch_still_imports_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("studio.services.outcomes.BATCH", 2)
+    path = tmp_path / "late.jsonl"
+    lines = [rec(item, "m").to_json() for item in "abcde"]
+    path.write_text("\n".join([*lines, json.dumps({**json.loads(lines[0]), "item_id": "z", "score": -1})]) + "\n")
+    with pytest.raises(CommandError, match=r"Nothing was imported from late.jsonl: .*:6: score must be"):
+        run(path)
+    assert RecordedOutcome.objects.count() == 0
+    path.write_text("\n".join(lines) + "\n")  # the staging table went with the failed import
+    assert "5 records" in run(path)
+    assert RecordedOutcome.objects.count() == 5
+
+
 def test_missing_file_and_bad_prices_are_clear_errors(outcomes_file: Path, tmp_path: Path) -> None:
     with pytest.raises(CommandError, match="No such file"):
         run(tmp_path / "nope.jsonl.gz")

@@ -68,5 +68,10 @@ class Command(BaseCommand):
                 f"{path.name}: {report.records:,} records, {len(report.models)} models, "
                 f"{len(report.pairs)} (model, primitive) pairs in pool {report.pool!r}"
                 + (f"; {report.costs_computed:,} costs computed from prices" if report.costs_computed else "")
+                + (
+                    f"; {report.duplicates:,} line(s) repeated an earlier record, the later line kept"
+                    if report.duplicates
+                    else ""
+                )
             )
         self.stdout.write(self.style.SUCCESS(f"Imported {total:,} records."))
