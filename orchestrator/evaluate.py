@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
+from orchestrator import cli
 from orchestrator.baselines import BASELINES
 from orchestrator.routing import metrics
 from orchestrator.routing.methods import Method, NotApplicable, knob_label
@@ -115,6 +116,8 @@ def _split(args: argparse.Namespace, prices: Path | None) -> Setting:
         return Setting(train, drop_unroutable(test), None, how)
 
     train = load_table(args.train, prices=prices)
+    if not train.n_items:
+        raise UsageError(f"--train {' '.join(map(str, args.train))}: no records to fit on")
     seen = set(train.keys())
     fresh = [i for i, key in enumerate(outcomes.keys()) if key not in seen]
     if not fresh:
@@ -355,7 +358,7 @@ def parse_args(argv: Sequence[str] | None) -> tuple[argparse.ArgumentParser, arg
     parser.add_argument("--outcomes", nargs="+", required=True, type=Path, help="outcome files to test on")
     parser.add_argument("--train", nargs="+", type=Path, help="outcome files to fit on (else split --outcomes)")
     parser.add_argument("--probe", type=int, default=0, help="items of an unseen pool revealed for calibration")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=cli.seed, default=0)
     parser.add_argument("--json", type=Path, help="write the JSON report here")
     parser.add_argument("--plot", type=Path, help="write the Pareto plot (PNG) here")
     parser.add_argument("--methods", help=f"comma-separated subset of: {','.join(METHOD_NAMES)}")
@@ -388,6 +391,13 @@ def main(argv: Sequence[str] | None = None, on_progress: OnProgress | None = Non
     parser, args = parse_args(argv)
     prices = default_prices(args.outcomes, args.prices)
     try:
+        cli.check_output(args.json, "--json")
+        cli.check_output(args.plot, "--plot")
+        learned_config = cli.read_config(args.learned_config, "--learned-config")
+        if LEARNED in args.method_names:  # checked now, not after the embedding
+            from orchestrator.learning.method import LearnedConfig
+
+            LearnedConfig.from_mapping(learned_config)
         setting = prepare(args, prices)
     except (UsageError, ValueError) as exc:
         parser.error(str(exc))
@@ -407,7 +417,6 @@ def main(argv: Sequence[str] | None = None, on_progress: OnProgress | None = Non
         print(f"embedding {len(prompts)} prompts (cached per text)", file=sys.stderr)
         embed(prompts, progress=True)
 
-    learned_config = json.loads(args.learned_config.read_text()) if args.learned_config else None
     results: list[MethodResult] = []
     for done, name in enumerate(tqdm(args.method_names, desc="methods", file=sys.stderr)):
         if on_progress is not None:

@@ -29,10 +29,11 @@ from typing import Any
 import numpy as np
 import torch
 
+from orchestrator import cli
 from orchestrator.learning.dataset import Embedder, default_embedder, encode, make_context
 from orchestrator.learning.episode import EpisodeBatch, Rollout, rollout
 from orchestrator.learning.features import task_features
-from orchestrator.learning.method import LearnedMethod
+from orchestrator.learning.method import LearnedConfig, LearnedMethod
 from orchestrator.outcomes import DOMAINS
 from orchestrator.reward.bestofn import GREEDY_LINES, LINES, evaluate_lines
 from orchestrator.reward.features import table_plan_features
@@ -40,7 +41,7 @@ from orchestrator.reward.model import RewardNet
 from orchestrator.reward.pairs import cheaper_correct, concat, correct_over_incorrect, node_level
 from orchestrator.reward.prior import table_prior
 from orchestrator.reward.train import pair_metrics, table_tensors, train_reward
-from orchestrator.routing.table import OutcomeTable, default_prices, load_table, split_table
+from orchestrator.routing.table import OutcomeTable, default_prices, load_prices, load_routable, split_table
 from orchestrator.train_rm import RMConfig, table_pair_data
 
 HEADLINE_SOURCE = "correct_over_incorrect"
@@ -113,6 +114,10 @@ def run_seed(
 ) -> dict[str, Any]:
     embed = embedder or default_embedder
     train, test = split_table(table, seed=seed)
+    if not train.n_items or not test.n_items:
+        raise cli.InputError(
+            f"{table.n_items} item(s) split into {train.n_items} train and {test.n_items} test: both need some"
+        )
     emb_tr = np.asarray(embed(list(train.prompts)), dtype=np.float32)
     emb_te = np.asarray(embed(list(test.prompts)), dtype=np.float32)
     context = make_context(train, emb_tr, prices)
@@ -210,9 +215,9 @@ def report(results: list[dict[str, Any]], *, n: int, lam: float) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m orchestrator.evaluate_rm", description=__doc__.split("\n\n")[0])
     parser.add_argument("--outcomes", nargs="+", required=True, type=Path, help="outcome files (.jsonl / .jsonl.gz)")
-    parser.add_argument("--seeds", nargs="+", type=int, default=[0], help="seeds (each trains and evaluates anew)")
+    parser.add_argument("--seeds", nargs="+", type=cli.seed, default=[0], help="seeds (each trains and evaluates anew)")
     parser.add_argument("--n", type=int, default=8, help="candidate plans per task (best-of-N)")
-    parser.add_argument("--lam", type=float, default=0.05, help="cost preference λ for sampling and scoring")
+    parser.add_argument("--lam", type=cli.finite, default=0.05, help="cost preference λ for sampling and scoring")
     parser.add_argument("--prices", type=Path, help="prices.json (default: the one beside the first outcome file)")
     parser.add_argument("--rm-config", type=Path, help="JSON config of OrchRM (as train_rm --config)")
     parser.add_argument(
@@ -228,28 +233,32 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.lam < 0:
         parser.error("--lam must be non-negative")
     prices = default_prices(args.outcomes, args.prices)
-    price_map = json.loads(prices.read_text(encoding="utf-8")) if prices else None
     try:
-        rm_config = RMConfig.from_mapping(json.loads(args.rm_config.read_text()) if args.rm_config else None)
-        policy_config = json.loads(args.policy_config.read_text()) if args.policy_config else None
-    except (TypeError, ValueError) as error:
-        parser.error(f"bad config: {error}")
-    table = load_table(list(args.outcomes), prices=prices)
-    table = table.rows(np.flatnonzero(table.available().any(axis=1)))
+        cli.check_output(args.json, "--json")
+        rm_config = RMConfig.from_mapping(cli.read_config(args.rm_config, "--rm-config"))
+        policy_config = cli.read_config(args.policy_config, "--policy-config")
+        LearnedConfig.from_mapping(policy_config)  # checked now, not after OrchRM has trained
+        price_map = load_prices(prices) if prices else None
+        table = load_routable(list(args.outcomes), prices=prices)
+    except cli.INPUT_ERRORS as error:
+        parser.error(str(error))
     results = []
     for seed in args.seeds:
         print(f"seed {seed}: training OrchRM and the policy ...", file=sys.stderr, flush=True)
-        results.append(
-            run_seed(
-                table,
-                seed=seed,
-                n=args.n,
-                lam=args.lam,
-                rm_config=rm_config,
-                policy_config=policy_config,
-                prices=price_map,
+        try:
+            results.append(
+                run_seed(
+                    table,
+                    seed=seed,
+                    n=args.n,
+                    lam=args.lam,
+                    rm_config=rm_config,
+                    policy_config=policy_config,
+                    prices=price_map,
+                )
             )
-        )
+        except cli.INPUT_ERRORS as error:
+            parser.error(str(error))
     report(results, n=args.n, lam=args.lam)
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)

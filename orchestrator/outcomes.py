@@ -12,6 +12,8 @@ import gzip
 import hashlib
 import io
 import json
+import os
+import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
@@ -104,34 +106,70 @@ def _open_text(path: Path, mode: str) -> Any:
 
 
 def read_outcomes(path: str | Path) -> Iterator[OutcomeRecord]:
-    """Yield the records of a .jsonl or .jsonl.gz file; a bad line raises OutcomeFormatError."""
+    """Yield the records of a .jsonl or .jsonl.gz file; a bad line, or a file that cannot be
+    read as UTF-8 text (a .gz that is not gzip, or is cut short), raises OutcomeFormatError."""
     path = Path(path)
-    with _open_text(path, "r") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                yield record_from_dict(json.loads(line))
-            except (ValueError, TypeError) as exc:
-                raise OutcomeFormatError(f"{path}:{number}: {exc}") from None
+    try:
+        with _open_text(path, "r") as handle:
+            for number, line in enumerate(handle, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    yield record_from_dict(json.loads(line))
+                except (ValueError, TypeError) as exc:
+                    raise OutcomeFormatError(f"{path}:{number}: {exc}") from None
+    except (OSError, EOFError, UnicodeDecodeError) as exc:  # gzip.BadGzipFile is an OSError
+        raise OutcomeFormatError(f"{path}: cannot be read as {_kind(path)}: {exc}") from None
+
+
+def _kind(path: Path) -> str:
+    return "gzip-compressed UTF-8 JSON Lines" if path.suffix == ".gz" else "UTF-8 JSON Lines"
 
 
 def write_outcomes(path: str | Path, records: Iterable[OutcomeRecord]) -> int:
     """Write records (checked) as JSON Lines, gzip-compressed when the name ends in .gz.
 
     The gzip header carries no name or timestamp, so the same records give the same bytes.
+    The file is written beside `path` under a temporary name and renamed into place, so an
+    error (a bad record, a failing source) leaves an earlier file at `path` as it was.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     count = 0
-    with path.open("wb") as raw:
-        binary: Any = gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) if path.suffix == ".gz" else raw
-        with io.TextIOWrapper(binary, encoding="utf-8", newline="\n") as text:
-            for record in records:
-                record.check()
-                text.write(record.to_json() + "\n")
-                count += 1
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as raw:
+            binary: Any = gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) if path.suffix == ".gz" else raw
+            with io.TextIOWrapper(binary, encoding="utf-8", newline="\n") as text:
+                for record in records:
+                    record.check()
+                    text.write(record.to_json() + "\n")
+                    count += 1
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
     return count
+
+
+class PriceError(ValueError):
+    """A price table that cannot be used; the message names the file and the entry."""
+
+
+def read_prices(path: str | Path) -> dict[str, dict[str, float]]:
+    """A prices.json: {model: {"input_per_mtok": USD, "output_per_mtok": USD}, ...}, checked."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise PriceError(f"cannot read the price table {path}: {exc}") from None
+    if not isinstance(data, dict):
+        raise PriceError(f"{path}: a price table is a JSON object of model -> prices")
+    for model, entry in data.items():
+        keys = ("input_per_mtok", "output_per_mtok")
+        if not isinstance(entry, dict) or not all(_is_number(entry.get(k)) and entry[k] >= 0 for k in keys):
+            raise PriceError(f"{path}: the price of {model!r} needs input_per_mtok and output_per_mtok, USD >= 0")
+    return data
 
 
 def prompt_key(prompt: str) -> str:

@@ -10,7 +10,6 @@ runtime policy can score the pairs it was trained on; an unknown pair gets the p
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -22,11 +21,12 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
+from orchestrator import cli
 from orchestrator.learning.dataset import PoolContext, encode, make_context
 from orchestrator.learning.method import LearnedConfig, fit_policy
 from orchestrator.learning.model import PolicyNet, save_checkpoint
 from orchestrator.learning.sft import extra_from_records
-from orchestrator.routing.table import default_prices, load_table
+from orchestrator.routing.table import default_prices, load_prices, load_routable
 
 
 def pool_payload(context: PoolContext, pairs: Sequence[tuple[str, str]]) -> dict[str, Any]:
@@ -65,9 +65,7 @@ def train(
     torch.set_num_threads(config.threads)
     torch.manual_seed(seed)
     np.random.seed(seed)
-    table = load_table(list(paths), prices=prices)
-    routable = np.flatnonzero(table.available().any(axis=1))
-    table = table.rows(routable)
+    table = load_routable(list(paths), prices=prices)
     if embedder is None:
         from orchestrator.embedding import embed
 
@@ -79,8 +77,7 @@ def train(
     else:
         emb = np.asarray(embedder(table.prompts), dtype=np.float32)
     embedded_s = time.perf_counter() - start
-    price_map = json.loads(prices.read_text(encoding="utf-8")) if prices else None
-    context = make_context(table, emb, price_map)
+    context = make_context(table, emb, load_prices(prices) if prices else None)
     batch = encode(table, emb, context, with_outcomes=True, exclude_self=True)
     net = PolicyNet(config.policy)
 
@@ -132,22 +129,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m orchestrator.train_policy", description=__doc__.split("\n\n")[0])
     parser.add_argument("--outcomes", nargs="+", required=True, type=Path, help="outcome files (.jsonl / .jsonl.gz)")
     parser.add_argument("--out", type=Path, default=Path(".data/policy.pt"), help="checkpoint to write")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=cli.seed, default=0)
     parser.add_argument("--prices", type=Path, help="prices.json (default: the one beside the first outcome file)")
-    parser.add_argument("--epochs", type=int, help="SFT epochs (action heads and reliability head each)")
-    parser.add_argument("--rl-iterations", type=int, help="GRPO updates")
+    parser.add_argument("--epochs", type=cli.non_negative, help="SFT epochs (action heads and reliability head each)")
+    parser.add_argument("--rl-iterations", type=cli.non_negative, help="GRPO updates")
     parser.add_argument("--config", type=Path, help="JSON config for the learned policy (as evaluate --learned-config)")
     args = parser.parse_args(argv)
     for path in args.outcomes:
         if not path.is_file():
             parser.error(f"no such file: {path}")
     prices = default_prices(args.outcomes, args.prices)
-    config = LearnedConfig.from_mapping(json.loads(args.config.read_text()) if args.config else None)
-    if args.epochs is not None:
-        config = replace(config, sft=replace(config.sft, epochs=args.epochs, reliability_epochs=args.epochs))
-    if args.rl_iterations is not None:
-        config = replace(config, rl=replace(config.rl, iterations=args.rl_iterations))
-    metrics = train(args.outcomes, out=args.out, seed=args.seed, config=config, prices=prices)
+    try:
+        cli.check_output(args.out, "--out")
+        config = LearnedConfig.from_mapping(cli.read_config(args.config, "--config"))
+        if args.epochs is not None:
+            config = replace(config, sft=replace(config.sft, epochs=args.epochs, reliability_epochs=args.epochs))
+        if args.rl_iterations is not None:
+            config = replace(config, rl=replace(config.rl, iterations=args.rl_iterations))
+        metrics = train(args.outcomes, out=args.out, seed=args.seed, config=config, prices=prices)
+    except cli.INPUT_ERRORS as error:
+        parser.error(str(error))
     print(f"trained on {int(metrics['data/items'])} items x {int(metrics['data/pairs'])} pairs")
     print(f"time: {metrics['time/total_s']:.1f}s (embedding {metrics['time/embed_s']:.1f}s)")
     for key in sorted(metrics):

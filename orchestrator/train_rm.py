@@ -13,7 +13,6 @@ lineage (files, sources and pair counts).
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -25,15 +24,17 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
+from orchestrator import cli
+from orchestrator.configs import STRICT_KEYS, ConfigError, from_mapping
 from orchestrator.learning.dataset import PoolContext, make_context
 from orchestrator.learning.features import task_features
 from orchestrator.reward.features import plan_features, table_plan_features
 from orchestrator.reward.jsonl import PreferenceFormatError, PreferenceRecord, read_preferences
 from orchestrator.reward.model import RewardConfig, RewardNet, save_reward_model
-from orchestrator.reward.pairs import PairConfig, build_pairs
+from orchestrator.reward.pairs import SOURCES, PairConfig, build_pairs
 from orchestrator.reward.prior import AccuracyPrior, table_prior
 from orchestrator.reward.train import LAM_MAX, PairTensors, RMTrainConfig, table_tensors, train_reward
-from orchestrator.routing.table import OutcomeTable, default_prices, load_table
+from orchestrator.routing.table import OutcomeTable, default_prices, load_prices, load_routable
 
 Progress = Callable[[str, int, int, dict[str, float]], None]
 
@@ -42,22 +43,21 @@ Progress = Callable[[str, int, int, dict[str, float]], None]
 class RMConfig:
     """Everything a reward-model training run uses."""
 
+    __pydantic_config__ = STRICT_KEYS
+
     pairs: PairConfig = field(default_factory=PairConfig)  # self-supervised pair construction
     train: RMTrainConfig = field(default_factory=RMTrainConfig)  # the Bradley-Terry loop
     model: RewardConfig = field(default_factory=RewardConfig)  # network sizes
 
     @classmethod
     def from_mapping(cls, config: Mapping[str, Any] | None) -> RMConfig:
-        config = dict(config or {})
-        base = cls()
-        pairs = dict(config.get("pairs", {}))
-        if "sources" in pairs:
-            pairs["sources"] = tuple(pairs["sources"])
-        return cls(
-            pairs=replace(base.pairs, **pairs),
-            train=replace(base.train, **config.get("train", {})),
-            model=replace(base.model, **config.get("model", {})),
-        )
+        """From a plain dict: {"pairs": {...}, "train": {...}, "model": {...}}; `configs.ConfigError`
+        names what does not fit."""
+        built = from_mapping(cls, config)
+        unknown = [name for name in built.pairs.sources if name not in SOURCES]
+        if unknown:
+            raise ConfigError(f"pairs.sources: unknown {', '.join(map(repr, unknown))}; known: {', '.join(SOURCES)}")
+        return built
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -128,8 +128,7 @@ def train(
     """
     start = time.perf_counter()
     torch.manual_seed(seed)
-    table = load_table(list(paths), prices=prices)
-    table = table.rows(np.flatnonzero(table.available().any(axis=1)))
+    table = load_routable(list(paths), prices=prices)
     if embedder is None:
         from orchestrator.embedding import embed
 
@@ -143,15 +142,15 @@ def train(
         embedder = embed_all
     emb = np.asarray(embedder(list(table.prompts)), dtype=np.float32)
     embedded_s = time.perf_counter() - start
-    price_map = json.loads(prices.read_text(encoding="utf-8")) if prices else None
-    context = make_context(table, emb, price_map)
+    context = make_context(table, emb, load_prices(prices) if prices else None)
     prior = table_prior(table, emb, seed=seed) if config.model.accuracy_prior else None
     data = table_pair_data(table, emb, context, config.pairs, seed=seed, prior=prior)
     extra, no_plan = preference_tensors(preferences, context, embedder, prior)
     if extra is not None:
         data = PairTensors.concat([data, extra])
     if not len(data):
-        raise ValueError("no preference pairs could be built from these outcomes")
+        names = ", ".join(str(p) for p in paths)
+        raise cli.InputError(f"no preference pairs could be built from {names} (it needs items with two or more pairs)")
     built_s = time.perf_counter() - start
 
     bar = tqdm(total=config.train.epochs, desc="train", file=sys.stderr, disable=not show_progress)
@@ -191,10 +190,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--outcomes", nargs="+", required=True, type=Path, help="outcome files (.jsonl / .jsonl.gz)")
     parser.add_argument("--preferences", nargs="*", default=[], type=Path, help="preference pairs (TRL JSONL)")
     parser.add_argument("--out", type=Path, default=Path(".data/reward.pt"), help="checkpoint to write")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=cli.seed, default=0)
     parser.add_argument("--prices", type=Path, help="prices.json (default: the one beside the first outcome file)")
-    parser.add_argument("--max-pairs", type=int, help="self-supervised pairs after balancing (default 100000; 0 = all)")
-    parser.add_argument("--epochs", type=int, help="passes over the pairs")
+    parser.add_argument(
+        "--max-pairs", type=cli.non_negative, help="self-supervised pairs after balancing (default 100000; 0 = all)"
+    )
+    parser.add_argument("--epochs", type=cli.non_negative, help="passes over the pairs")
     parser.add_argument("--config", type=Path, help='JSON config: {"pairs": {...}, "train": {...}, "model": {...}}')
     args = parser.parse_args(argv)
     for path in [*args.outcomes, *args.preferences]:
@@ -202,20 +203,24 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.error(f"no such file: {path}")
     prices = default_prices(args.outcomes, args.prices)
     try:
-        config = RMConfig.from_mapping(json.loads(args.config.read_text()) if args.config else None)
-    except (TypeError, ValueError) as error:
-        parser.error(f"bad --config: {error}")
-    if args.max_pairs is not None:
-        config = replace(config, pairs=replace(config.pairs, max_pairs=args.max_pairs))
-    if args.epochs is not None:
-        config = replace(config, train=replace(config.train, epochs=args.epochs))
+        cli.check_output(args.out, "--out")
+        config = RMConfig.from_mapping(cli.read_config(args.config, "--config"))
+        if args.max_pairs is not None:
+            config = replace(config, pairs=replace(config.pairs, max_pairs=args.max_pairs))
+        if args.epochs is not None:
+            config = replace(config, train=replace(config.train, epochs=args.epochs))
+    except cli.INPUT_ERRORS as error:
+        parser.error(str(error))
     records: list[PreferenceRecord] = []
     for path in args.preferences:
         try:
             records += read_preferences(path)
         except PreferenceFormatError as error:
             parser.error(f"{path}: {error}")
-    metrics = train(args.outcomes, out=args.out, seed=args.seed, config=config, prices=prices, preferences=records)
+    try:
+        metrics = train(args.outcomes, out=args.out, seed=args.seed, config=config, prices=prices, preferences=records)
+    except cli.INPUT_ERRORS as error:
+        parser.error(str(error))
     print(f"pairs: {int(metrics['data/pairs'])} from {int(metrics['data/items'])} items")
     print(
         f"training time: {metrics['time/train_s']:.1f}s on {config.train.threads} CPU threads "

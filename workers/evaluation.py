@@ -4,6 +4,7 @@ Pareto plot, or a failure in plain words)."""
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import io
 import json
@@ -66,6 +67,19 @@ def _usage_error(text: str) -> str | None:
     return lines[-1] if lines else None
 
 
+def _named_outputs(args: list[str]) -> argparse.Namespace | None:
+    """The --json and --plot that `args` name (either None where not named); None where they
+    are malformed (`--json` without a file), which the evaluation's own parser then reports."""
+    parser = argparse.ArgumentParser(add_help=False, exit_on_error=False)
+    parser.add_argument("--json")
+    parser.add_argument("--plot")
+    try:
+        named, _ = parser.parse_known_args(args)
+    except argparse.ArgumentError:
+        return None
+    return named
+
+
 def evaluate_into(evaluation_id: int, args: list[str]) -> int:
     """Run the evaluation with CLI options `args` into a running EvaluationRun; the exit code.
 
@@ -76,10 +90,11 @@ def evaluate_into(evaluation_id: int, args: list[str]) -> int:
 
     folder = evaluations_dir()
     folder.mkdir(parents=True, exist_ok=True)
-    report = Path(args[args.index("--json") + 1]) if "--json" in args else folder / f"evaluation-{evaluation_id}.json"
+    named = _named_outputs(args)
+    report = Path(named.json) if named and named.json else folder / f"evaluation-{evaluation_id}.json"
     extra = [
-        *(["--json", str(report)] if "--json" not in args else []),
-        *(["--plot", str(folder / f"evaluation-{evaluation_id}.png")] if "--plot" not in args else []),
+        *(["--json", str(report)] if named and not named.json else []),
+        *(["--plot", str(folder / f"evaluation-{evaluation_id}.png")] if named and not named.plot else []),
     ]
 
     def progress(done: int, total: int, method: str) -> None:

@@ -19,7 +19,7 @@ from pathlib import Path
 import litellm
 from tqdm import tqdm
 
-from orchestrator.outcomes import OutcomeRecord, read_outcomes
+from orchestrator.outcomes import OutcomeFormatError, OutcomeRecord, read_outcomes
 from workers import replay
 
 
@@ -49,11 +49,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("files", nargs="+", type=Path)
     parser.add_argument("--no-progress", action="store_true")
     args = parser.parse_args(argv)
+    for path in args.files:
+        if not path.is_file():
+            parser.error(f"no such file: {path}")
 
     print(f"Checking {len(args.files)} file(s)…", file=sys.stderr)
     exit_code = 0
     for path in args.files:
-        records = list(read_outcomes(path))
+        try:
+            records = list(read_outcomes(path))
+        except OutcomeFormatError as error:
+            parser.error(str(error))
         replay.install(replay.MemoryStore(records))
         mismatches: Counter[str] = Counter()
         recorded_cost = replayed_cost = 0.0

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from orchestrator.configs import STRICT_KEYS, Count, NonNegative, from_mapping
 from orchestrator.learning.cascade import fit_gate, plan_cascade, run_cascade
 from orchestrator.learning.dataset import Embedder, PoolContext, default_embedder, encode, make_context
 from orchestrator.learning.episode import EpisodeBatch, rollout
@@ -45,28 +46,21 @@ CASCADE_KNOBS = (0.01, 0.02, 0.035, 0.05, 0.08, 0.12, 0.2, 0.35, 0.5)
 class LearnedConfig:
     """Everything `LearnedMethod` trains with."""
 
+    __pydantic_config__ = STRICT_KEYS
+
     policy: PolicyConfig = field(default_factory=PolicyConfig)  # network sizes
     sft: SFTConfig = field(default_factory=SFTConfig)  # supervised stage
     rl: RLConfig = field(default_factory=RLConfig)  # GRPO stage
-    knobs: tuple[float, ...] = DEFAULT_KNOBS  # λ values swept for the frontier
-    cascade_knobs: tuple[float, ...] = CASCADE_KNOBS  # λ values also run as an agreement cascade
+    knobs: tuple[NonNegative, ...] = DEFAULT_KNOBS  # λ values swept for the frontier
+    cascade_knobs: tuple[NonNegative, ...] = CASCADE_KNOBS  # λ values also run as an agreement cascade
     prices: str | None = None  # a prices.json for the price features (else derived from calibration)
-    threads: int = 1  # torch CPU threads (small MLPs: more threads mostly contend)
+    threads: Count = 1  # torch CPU threads (small MLPs: more threads mostly contend)
 
     @classmethod
     def from_mapping(cls, config: Mapping[str, Any] | None) -> LearnedConfig:
-        """From a plain dict: {"sft": {...}, "rl": {...}, "policy": {...}, "knobs": [...], ...}."""
-        config = dict(config or {})
-        base = cls()
-        return cls(
-            policy=replace(base.policy, **config.get("policy", {})),
-            sft=replace(base.sft, **config.get("sft", {})),
-            rl=replace(base.rl, **config.get("rl", {})),
-            knobs=tuple(float(k) for k in config.get("knobs", base.knobs)),
-            cascade_knobs=tuple(float(k) for k in config.get("cascade_knobs", base.cascade_knobs)),
-            prices=config.get("prices", base.prices),
-            threads=int(config.get("threads", base.threads)),
-        )
+        """From a plain dict: {"sft": {...}, "rl": {...}, "policy": {...}, "knobs": [...], ...};
+        `configs.ConfigError` names what does not fit."""
+        return from_mapping(cls, config)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

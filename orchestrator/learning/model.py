@@ -17,6 +17,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from orchestrator.configs import STRICT_KEYS, Count, Dropout
 from orchestrator.embedding import EMBEDDING_ID, check_embedding, saved_embedding
 from orchestrator.learning.features import CANDIDATE_DIM, PAIR_DIM, RESPONSE_DIM, STATE_DIM, TASK_EXTRA
 
@@ -27,9 +28,11 @@ LAMBDA_DIM = 2
 class PolicyConfig:
     """Sizes of the policy network."""
 
-    embedding_dim: int = 384  # width of the task text embedding (MiniLM)
-    hidden: int = 128  # width of every hidden layer
-    dropout: float = 0.0  # dropout inside the MLPs (training only)
+    __pydantic_config__ = STRICT_KEYS
+
+    embedding_dim: Count = 384  # width of the task text embedding (MiniLM)
+    hidden: Count = 128  # width of every hidden layer
+    dropout: Dropout = 0.0  # dropout inside the MLPs (training only)
 
     @property
     def task_dim(self) -> int:

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from orchestrator.configs import STRICT_KEYS, Count, Fraction, NonNegative, NonNegativeInt, Positive, Seed
 from orchestrator.learning.episode import EpisodeBatch, episode_reward, rollout
 from orchestrator.learning.model import PolicyNet
 from orchestrator.learning.sft import SFTConfig, sample_lambdas
@@ -34,22 +35,24 @@ from orchestrator.learning.sft import SFTConfig, sample_lambdas
 class RLConfig:
     """GRPO stage."""
 
-    iterations: int = 120  # policy updates
-    tasks_per_iteration: int = 64  # tasks sampled per update
-    group: int = 8  # episodes per task (the group of GRPO)
-    lr: float = 3e-4  # AdamW learning rate
-    update_epochs: int = 2  # gradient passes over each batch of episodes
-    clip: float = 0.2  # PPO ratio clip
-    kl_coef: float = 0.02  # KL penalty toward the SFT policy
-    entropy_coef: float = 0.003  # entropy bonus
-    diversity_coef: float = 0.02  # bonus for a first pair the rest of the group did not pick
-    std_floor: float = 0.1  # floor of the group reward std in the advantage
-    violation_penalty: float = 1.0  # reward subtracted per protocol violation
-    max_steps: int = 3  # pair calls per episode at most
-    lam_max: float = 2.0  # λ is drawn log-uniform in [lam_min, lam_max], or 0
-    lam_min: float = 0.005  # smallest non-zero λ
-    lam_zero: float = 0.15  # probability of λ = 0
-    seed: int = 0  # seeds tasks, λ and sampling
+    __pydantic_config__ = STRICT_KEYS
+
+    iterations: NonNegativeInt = 120  # policy updates
+    tasks_per_iteration: Count = 64  # tasks sampled per update
+    group: Count = 8  # episodes per task (the group of GRPO)
+    lr: Positive = 3e-4  # AdamW learning rate
+    update_epochs: Count = 2  # gradient passes over each batch of episodes
+    clip: Positive = 0.2  # PPO ratio clip
+    kl_coef: NonNegative = 0.02  # KL penalty toward the SFT policy
+    entropy_coef: NonNegative = 0.003  # entropy bonus
+    diversity_coef: NonNegative = 0.02  # bonus for a first pair the rest of the group did not pick
+    std_floor: Positive = 0.1  # floor of the group reward std in the advantage
+    violation_penalty: NonNegative = 1.0  # reward subtracted per protocol violation
+    max_steps: Count = 3  # pair calls per episode at most
+    lam_max: Positive = 2.0  # λ is drawn log-uniform in [lam_min, lam_max], or 0
+    lam_min: Positive = 0.005  # smallest non-zero λ
+    lam_zero: Fraction = 0.15  # probability of λ = 0
+    seed: Seed = 0  # seeds tasks, λ and sampling
 
 
 def group_advantages(reward: torch.Tensor, group: int, std_floor: float) -> torch.Tensor:

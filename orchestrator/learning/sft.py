@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from orchestrator.configs import STRICT_KEYS, Count, Fraction, NonNegative, NonNegativeInt, Positive, Seed
 from orchestrator.learning.episode import ACC, EpisodeBatch, response_features, rollout
 from orchestrator.learning.model import PolicyNet
 
@@ -38,20 +39,22 @@ from orchestrator.learning.model import PolicyNet
 class SFTConfig:
     """Supervised stage: reliability head, then teacher-forced trajectories."""
 
-    reliability_epochs: int = 12  # passes over the items for the reliability head
-    epochs: int = 12  # passes over the items for the action heads
-    batch_size: int = 256  # items per gradient step
-    lr: float = 2e-3  # AdamW learning rate
-    weight_decay: float = 1e-4  # AdamW weight decay
-    max_steps: int = 3  # pair calls per episode at most
-    lam_max: float = 2.0  # λ is drawn log-uniform in [lam_min, lam_max], or 0
-    lam_min: float = 0.005  # smallest non-zero λ
-    lam_zero: float = 0.15  # probability of λ = 0 (accuracy only)
-    target_tolerance: float = 0.05  # a pair within this much utility of the item's best is a target
-    recovery_temperature: float = 0.05  # softness of the prior pick that recovery starts from
-    decompose_weight: float = 0.1  # weight of the (negative-only) decompose loss
-    extra_weight: float = 1.0  # weight of live-recorded trajectories
-    seed: int = 0  # seeds λ draws, subsets and batches
+    __pydantic_config__ = STRICT_KEYS
+
+    reliability_epochs: NonNegativeInt = 12  # passes over the items for the reliability head
+    epochs: NonNegativeInt = 12  # passes over the items for the action heads
+    batch_size: Count = 256  # items per gradient step
+    lr: Positive = 2e-3  # AdamW learning rate
+    weight_decay: NonNegative = 1e-4  # AdamW weight decay
+    max_steps: Count = 3  # pair calls per episode at most
+    lam_max: Positive = 2.0  # λ is drawn log-uniform in [lam_min, lam_max], or 0
+    lam_min: Positive = 0.005  # smallest non-zero λ
+    lam_zero: Fraction = 0.15  # probability of λ = 0 (accuracy only)
+    target_tolerance: NonNegative = 0.05  # a pair within this much utility of the item's best is a target
+    recovery_temperature: Positive = 0.05  # softness of the prior pick that recovery starts from
+    decompose_weight: NonNegative = 0.1  # weight of the (negative-only) decompose loss
+    extra_weight: NonNegative = 1.0  # weight of live-recorded trajectories
+    seed: Seed = 0  # seeds λ draws, subsets and batches
 
 
 @dataclass

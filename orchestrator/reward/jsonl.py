@@ -29,11 +29,14 @@ ERRORS_IN_MESSAGE = 20
 
 
 class PreferenceFormatError(ValueError):
-    """Some lines are not valid preference records; `errors` holds (line number, message) of each."""
+    """Some lines are not valid preference records; `errors` holds (line number, message) of each
+    (line 0: the file as a whole)."""
 
     def __init__(self, errors: list[tuple[int, str]]) -> None:
         self.errors = errors
-        shown = "; ".join(f"line {line}: {message}" for line, message in errors[:ERRORS_IN_MESSAGE])
+        shown = "; ".join(
+            f"line {line}: {message}" if line else message for line, message in errors[:ERRORS_IN_MESSAGE]
+        )
         if len(errors) > ERRORS_IN_MESSAGE:
             shown += f"; and {len(errors) - ERRORS_IN_MESSAGE} more"
         super().__init__(f"{len(errors)} invalid line{'' if len(errors) == 1 else 's'}: {shown}")
@@ -86,8 +89,11 @@ def read_preferences(source: Iterable[str] | str | os.PathLike[str]) -> list[Pre
     """
     if isinstance(source, str | os.PathLike):
         path = Path(source)
-        with gzip.open(path, "rt", encoding="utf-8") if path.suffix == ".gz" else path.open(encoding="utf-8") as f:
-            return read_preferences(f)
+        try:
+            with gzip.open(path, "rt", encoding="utf-8") if path.suffix == ".gz" else path.open(encoding="utf-8") as f:
+                return read_preferences(f)
+        except (OSError, EOFError, UnicodeDecodeError) as exc:  # not gzip, cut short, not UTF-8
+            raise PreferenceFormatError([(0, f"the file cannot be read as UTF-8 JSON Lines: {exc}")]) from None
     records: list[PreferenceRecord] = []
     errors: list[tuple[int, str]] = []
     for number, line in enumerate(source, start=1):

@@ -16,6 +16,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from orchestrator.configs import STRICT_KEYS, Count, Dropout
 from orchestrator.embedding import EMBEDDING_ID, check_embedding
 from orchestrator.learning.dataset import PoolContext
 from orchestrator.learning.features import TASK_EXTRA, PairInfo, task_features
@@ -39,9 +40,11 @@ COST_SCALE_INIT = 4.0  # β before it is fitted: near p = 0.5 a reward logit mov
 class RewardConfig:
     """Sizes of the reward network."""
 
-    embedding_dim: int = 384  # width of the task text embedding (MiniLM)
-    hidden: int = 64  # width of the hidden layers (small: per-task signal is weak, a wide net memorizes tasks)
-    dropout: float = 0.2  # dropout inside the MLP (training only)
+    __pydantic_config__ = STRICT_KEYS
+
+    embedding_dim: Count = 384  # width of the task text embedding (MiniLM)
+    hidden: Count = 64  # width of the hidden layers (small: per-task signal is weak, a wide net memorizes tasks)
+    dropout: Dropout = 0.2  # dropout inside the MLP (training only)
     # Separable: reward = accuracy score(task, plan) - β·λ·estimated cost, with β ≥ 0 learned
     # (`train.train_reward` fits the score on accuracy pairs, then β on every pair). λ moves
     # only the cost term, so cost pairs cannot bend the accuracy ranking. False: one MLP

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from orchestrator.configs import STRICT_KEYS, Fraction, NonNegativeInt, Positive
 from orchestrator.learning.features import answer_key
 from orchestrator.routing.table import OutcomeTable
 
@@ -33,10 +34,12 @@ GAP = 0.25  # a correct-over-incorrect winner beats the loser's score by at leas
 class PairConfig:
     """How pairs are drawn from a table."""
 
-    per_item: int = 0  # at most this many pairs of each source per item (all of them when 0)
-    cost_ratio: float = 1.5  # cheaper_correct: the loser costs at least this many times the winner
-    near_duplicate: float = 0.995  # cosine at or above which two prompts count as the same item
-    max_pairs: int = 100_000  # total after balancing (0 = no limit)
+    __pydantic_config__ = STRICT_KEYS
+
+    per_item: NonNegativeInt = 0  # at most this many pairs of each source per item (all of them when 0)
+    cost_ratio: Positive = 1.5  # cheaper_correct: the loser costs at least this many times the winner
+    near_duplicate: Fraction = 0.995  # cosine at or above which two prompts count as the same item
+    max_pairs: NonNegativeInt = 100_000  # total after balancing (0 = no limit)
     sources: tuple[str, ...] = SOURCES  # the kinds to build
 
 

@@ -30,6 +30,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from orchestrator.configs import STRICT_KEYS, Count, NonNegative, NonNegativeInt, Positive, Seed
 from orchestrator.reward.features import plan_cost
 from orchestrator.reward.model import RewardNet
 from orchestrator.reward.pairs import TablePairs
@@ -39,14 +40,16 @@ from orchestrator.reward.pairs import TablePairs
 class RMTrainConfig:
     """Bradley-Terry training."""
 
-    epochs: int = 2  # passes over the pairs (few: more memorizes the training tasks)
-    batch_size: int = 256  # pairs per step
-    lr: float = 1e-3  # Adam learning rate
-    weight_decay: float = 0.1  # AdamW decay (strong, for the same reason)
-    cost_steps: int = 200  # separable model: full-batch steps fitting β once the accuracy score is fixed
-    margin: float = 0.0  # required reward gap (the optional margin of the BT loss)
-    seed: int = 0  # torch and shuffling seed
-    threads: int = 2  # torch CPU threads
+    __pydantic_config__ = STRICT_KEYS
+
+    epochs: NonNegativeInt = 2  # passes over the pairs (few: more memorizes the training tasks)
+    batch_size: Count = 256  # pairs per step
+    lr: Positive = 1e-3  # Adam learning rate
+    weight_decay: NonNegative = 0.1  # AdamW decay (strong, for the same reason)
+    cost_steps: NonNegativeInt = 200  # separable model: full-batch steps fitting β once the accuracy score is fixed
+    margin: NonNegative = 0.0  # required reward gap (the optional margin of the BT loss)
+    seed: Seed = 0  # torch and shuffling seed
+    threads: Count = 2  # torch CPU threads
 
 
 LAM_MAX = 1.0  # the largest cost preference trained on

@@ -7,7 +7,6 @@ recording has no cost and no price is known for its model.
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -15,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from orchestrator.outcomes import cost_from_prices, read_outcomes
+from orchestrator.outcomes import OutcomeFormatError, cost_from_prices, read_outcomes, read_prices
 
 Pair = tuple[str, str]  # (model, primitive)
 
@@ -111,9 +110,19 @@ def default_prices(outcomes: Sequence[Path], given: Path | None) -> Path | None:
 
 
 def load_prices(path: Path) -> dict[str, dict[str, float]]:
-    """A prices.json: model -> {"input_per_mtok", "output_per_mtok"}."""
-    data: dict[str, dict[str, float]] = json.loads(Path(path).read_text(encoding="utf-8"))
-    return data
+    """A prices.json: model -> {"input_per_mtok", "output_per_mtok"}; PriceError if it is not one."""
+    return read_prices(path)
+
+
+def load_routable(paths: Sequence[str | Path], prices: Path | None = None) -> OutcomeTable:
+    """`load_table`, keeping the items with at least one pair of known score and cost (the
+    ones a router can be trained or tested on). OutcomeFormatError when there are none."""
+    table = load_table(paths, prices=prices)
+    table = table.rows(np.flatnonzero(table.available().any(axis=1)))
+    if table.n_items == 0:
+        names = ", ".join(str(p) for p in paths)
+        raise OutcomeFormatError(f"{names}: no item has a pair with a recorded score and a known cost (--prices?)")
+    return table
 
 
 def load_table(paths: Sequence[str | Path], prices: Path | None = None) -> OutcomeTable:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -17,9 +16,11 @@ from psycopg import sql
 from orchestrator.outcomes import (
     OutcomeFormatError,
     OutcomeRecord,
+    PriceError,
     cost_from_prices,
     prompt_key,
     read_outcomes,
+    read_prices,
 )
 from studio.errors import ApplicationError
 from studio.models import Admissibility, ModelEndpoint, ModelPool, OutcomeImport, Primitive, RecordedOutcome
@@ -72,13 +73,9 @@ def load_prices(path: Path | None) -> Prices:
     if path is None:
         return {}
     try:
-        prices = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as exc:
-        raise ApplicationError(f"Cannot read the price table {path}: {exc}") from None
-    for model, entry in prices.items():
-        if not isinstance(entry, dict) or not {"input_per_mtok", "output_per_mtok"} <= entry.keys():
-            raise ApplicationError(f"{path}: the price of {model!r} needs input_per_mtok and output_per_mtok.")
-    return prices
+        return read_prices(path)
+    except PriceError as exc:
+        raise ApplicationError(str(exc)) from None
 
 
 def _row(record: OutcomeRecord, prices: Prices, report: ImportReport) -> tuple[Any, ...]:

@@ -77,14 +77,20 @@ def test_held_out_pairs_and_every_best_of_n_line_are_reported(run):
         (["--outcomes", "nope.jsonl"], "no such file: nope.jsonl"),
         (["--outcomes", "{file}", "--n", "0"], "--n must be at least 1"),
         (["--outcomes", "{file}", "--lam", "-1"], "--lam must be non-negative"),
-        (["--outcomes", "{file}", "--rm-config", "{bad}"], "bad config"),
+        (["--outcomes", "{file}", "--rm-config", "{bad}"], "train.no_such_knob: not a known option"),
+        (["--outcomes", "{file}", "--lam", "nan"], "must be a finite number, not nan"),
+        (["--outcomes", "{file}", "--seeds", "-1"], "a seed is from 0 to"),
+        (["--outcomes", "{file}", "--policy-config", "{listed}"], "a config is a JSON object, not list"),
+        (["--outcomes", "{file}", "--json", "{dir}"], "is a folder; give a file name"),
     ],
 )
 def test_bad_arguments_are_usage_errors(argv, message, tmp_path, capsys):
     table, _ = synthetic_table(n=10, seed=0)
     write_outcomes(tmp_path / "s.jsonl", outcome_records(table))
     (tmp_path / "bad.json").write_text(json.dumps({"train": {"no_such_knob": 1}}))
-    argv = [a.format(file=tmp_path / "s.jsonl", bad=tmp_path / "bad.json") for a in argv]
+    (tmp_path / "listed.json").write_text("[1]")
+    names = {"file": tmp_path / "s.jsonl", "bad": tmp_path / "bad.json", "listed": tmp_path / "listed.json"}
+    argv = [a.format(dir=tmp_path, **names) for a in argv]
     with pytest.raises(SystemExit) as exc:
         evaluate_rm.main(argv)
     assert exc.value.code == 2

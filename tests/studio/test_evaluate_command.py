@@ -49,3 +49,15 @@ def test_a_bad_option_is_a_usage_error_recorded_as_failed(tmp_path: Path, capsys
     assert code == 2
     assert "no such file" in capsys.readouterr().err
     assert EvaluationRun.objects.get().status == "failed"
+
+
+@pytest.mark.parametrize("named", [["--json"], ["--plot"]])
+def test_an_output_option_without_its_file_fails_the_run(
+    named: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    outcomes = outcome_file(tmp_path)
+    with override_settings(DATA_DIR=tmp_path):
+        code = manage("--outcomes", str(outcomes), "--methods", "cheapest", *named)
+    assert code == 2
+    run = EvaluationRun.objects.get()
+    assert run.status == "failed" and "options were refused" in run.message

@@ -138,20 +138,30 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     missing = [f"--{name.replace('_', '-')}" for name in needed if getattr(args, name) is None]
     if missing:
         parser.error(f"{args.source} needs {' and '.join(missing)}")
+    # Every input folder is checked before anything is written: a wrong path must not
+    # replace good outputs with empty ones.
+    folders = [args.shared / folder for _, folder in SOURCES.values()] if args.source == "all" else [args.src]
+    absent = [str(folder) for folder in folders if not folder.is_dir()]
+    if absent:
+        parser.error(f"no such folder: {', '.join(absent)}")
     return args
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
-    if args.source == "all":
-        convert_all(args.shared, args.out_dir, args.assume_completion_tokens)
-        return 0
-    options = {
-        "assume_completion_tokens": args.assume_completion_tokens,
-        "prices": load_prices(args.prices),
-        "gsm8k_test": args.gsm8k_test,
-    }
-    convert(args.source, args.src, args.out, options)
+    try:
+        if args.source == "all":
+            convert_all(args.shared, args.out_dir, args.assume_completion_tokens)
+            return 0
+        options = {
+            "assume_completion_tokens": args.assume_completion_tokens,
+            "prices": load_prices(args.prices),
+            "gsm8k_test": args.gsm8k_test,
+        }
+        convert(args.source, args.src, args.out, options)
+    except (ValueError, OSError) as error:  # the source data, not this code: one line, and the old output stays
+        print(f"python -m workers.importers: error: {error}", file=sys.stderr)
+        return 2
     return 0
 
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from orchestrator.outcomes import cost_from_prices, estimate_tokens
+from orchestrator.outcomes import cost_from_prices, estimate_tokens, read_prices
 
 # model -> {"input_per_mtok": USD, "output_per_mtok": USD}, the format of data/outcomes/prices.json.
 Prices = dict[str, dict[str, float]]
@@ -46,7 +46,7 @@ def load_prices(path: Path | None) -> Prices:
     """The price table at `path`, or an empty one when no path is given."""
     if path is None:
         return {}
-    return {model: dict(entry) for model, entry in read_json(path).items()}
+    return {model: dict(entry) for model, entry in read_prices(path).items()}
 
 
 def estimated_usage(model: str, prompt: str, response: str | None, prices: Prices) -> Usage:

@@ -12,12 +12,16 @@ from studio.errors import ApplicationError
 from studio.services.outcomes import load_prices, outcomes_import
 
 
-def count_lines(path: Path) -> int:
+def count_lines(path: Path) -> int | None:
+    """The progress bar's total; None where the file cannot be read (the import then says why)."""
     import gzip
 
     opener: Any = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rb") as handle:
-        return sum(1 for line in handle if line.strip())
+    try:
+        with opener(path, "rb") as handle:
+            return sum(1 for line in handle if line.strip())
+    except (OSError, EOFError):
+        return None
 
 
 class Command(BaseCommand):
@@ -37,6 +41,8 @@ class Command(BaseCommand):
         parser.add_argument("--no-progress", action="store_true", help="no progress bars")
 
     def handle(self, *args: Any, **options: Any) -> None:
+        if not options["pool"].strip():
+            raise CommandError("--pool needs a name")
         missing = [str(path) for path in options["files"] if not path.is_file()]
         if missing:
             raise CommandError(f"No such file: {', '.join(missing)}")

@@ -1,0 +1,72 @@
+"""What the command-line tools share: argument types, and input checks that fail in one line.
+
+A tool parses its arguments with these types, checks its output paths before the work
+starts (`check_output`), and turns `INPUT_ERRORS` into `parser.error`: exit status 2 and
+one line naming the file or value, never a stack trace.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from orchestrator.configs import ConfigError
+from orchestrator.outcomes import OutcomeFormatError, PriceError
+
+
+class InputError(ValueError):
+    """A file or value a tool cannot use; the message names it."""
+
+
+INPUT_ERRORS = (InputError, ConfigError, OutcomeFormatError, PriceError)
+
+
+def seed(text: str) -> int:
+    """argparse type: a seed torch and numpy both take, 0 .. 2**32 - 1."""
+    value = int(text)
+    if not 0 <= value < 2**32:
+        raise argparse.ArgumentTypeError(f"a seed is from 0 to {2**32 - 1}, not {value}")
+    return value
+
+
+def non_negative(text: str) -> int:
+    """argparse type: an int >= 0 (a count where 0 means none, or no limit)."""
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, not {value}")
+    return value
+
+
+def finite(text: str) -> float:
+    """argparse type: a finite float (no nan, no inf)."""
+    value = float(text)
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be a finite number, not {text}")
+    return value
+
+
+def read_config(path: Path | None, flag: str) -> dict[str, Any] | None:
+    """The JSON object in `path` (None without one); InputError naming `flag` and the file."""
+    if path is None:
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InputError(f"{flag} {path}: {exc}") from None
+    if not isinstance(data, dict):
+        raise InputError(f"{flag} {path}: a config is a JSON object, not {type(data).__name__}")
+    return data
+
+
+def check_output(path: Path | None, flag: str) -> None:
+    """Before any work: `path` must be writable as a file (not a folder, not under a file)."""
+    if path is None:
+        return
+    if path.is_dir():
+        raise InputError(f"{flag} {path} is a folder; give a file name")
+    parent = next((p for p in path.parents if p.exists()), None)
+    if parent is not None and not parent.is_dir():
+        raise InputError(f"{flag} {path}: {parent} is a file, not a folder")
