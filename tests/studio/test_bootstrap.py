@@ -103,3 +103,14 @@ def test_replaces_must_name_a_checkpoint_of_the_kind(make_user) -> None:
     for bad in (rm.pk, 10**9, "1", True):
         with pytest.raises(Invalid, match="replaces"):
             training_job_create(user=make_user(Role.ADMIN), kind="policy", config={"replaces": bad})
+
+
+@pytest.mark.parametrize("name", ["", "two words", "x" * 151])
+def test_bootstrap_refuses_an_admin_name_django_would_not_take(name: str) -> None:
+    from django.core.management import CommandError, call_command
+
+    from studio.models import User
+
+    with pytest.raises(CommandError, match="--admin-username"):
+        call_command("bootstrap", "--admin-username", name)
+    assert not User.objects.exists()

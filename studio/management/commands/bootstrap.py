@@ -7,8 +7,9 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.core.management import call_command
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 
 from studio.services.bootstrap import DEMO_POOL, admin_ensure, demo_policy_ensure, primitives_seed
 
@@ -25,9 +26,12 @@ class Command(BaseCommand):
         parser.add_argument("--admin-username", default=os.environ.get("ORCHESTRA_ADMIN_USERNAME", "admin"))
 
     def handle(self, *args: Any, **options: Any) -> None:
-        user, generated = admin_ensure(
-            username=options["admin_username"], password=os.environ.get("ORCHESTRA_ADMIN_PASSWORD")
-        )
+        try:
+            user, generated = admin_ensure(
+                username=options["admin_username"], password=os.environ.get("ORCHESTRA_ADMIN_PASSWORD")
+            )
+        except ValidationError as error:
+            raise CommandError(f"--admin-username {options['admin_username']!r}: {' '.join(error.messages)}") from None
         if generated:
             self.stdout.write(
                 self.style.WARNING(
