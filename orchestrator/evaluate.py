@@ -32,6 +32,7 @@ from tqdm import tqdm
 
 from orchestrator import cli
 from orchestrator.baselines import BASELINES
+from orchestrator.outcomes import read_prices
 from orchestrator.routing import metrics
 from orchestrator.routing.methods import Method, NotApplicable, knob_label
 from orchestrator.routing.table import OutcomeTable, default_prices, load_table, probe_split, split_table
@@ -397,7 +398,9 @@ def main(argv: Sequence[str] | None = None, on_progress: OnProgress | None = Non
         if LEARNED in args.method_names:  # checked now, not after the embedding
             from orchestrator.learning.method import LearnedConfig
 
-            LearnedConfig.from_mapping(learned_config)
+            prices_file = LearnedConfig.from_mapping(learned_config).prices
+            if prices_file:
+                read_prices(prices_file)
         setting = prepare(args, prices)
     except (UsageError, ValueError) as exc:
         parser.error(str(exc))

@@ -35,6 +35,7 @@ def files(tmp_path: Path) -> dict[str, Path]:
     (tmp_path / "typo.json").write_text(json.dumps({"threds": 2}))
     (tmp_path / "folder").mkdir()
     (tmp_path / "folder" / "prices.json").write_text(json.dumps({"a": {"input_per_mtok": "1", "output_per_mtok": 2}}))
+    (tmp_path / "priced.json").write_text(json.dumps({"prices": str(tmp_path / "folder" / "prices.json")}))
     named = {path.name.split(".")[0]: path for path in tmp_path.iterdir()}
     return {**named, "prices": tmp_path / "folder" / "prices.json"}
 
@@ -148,6 +149,7 @@ def test_train_rm_names_an_unreadable_preference_file(files, capsys) -> None:
     [
         (["--outcomes", "{good}", "--methods", "learned", "--learned-config", "{broken}"], "--learned-config"),
         (["--outcomes", "{good}", "--methods", "learned", "--learned-config", "{typo}"], "threds: not a known"),
+        (["--outcomes", "{good}", "--methods", "learned", "--learned-config", "{priced}"], "the price of 'a' needs"),
         (["--outcomes", "{good}", "--methods", "cheapest", "--json", "{folder}"], "is a folder"),
         (["--outcomes", "{good}", "--train", "{empty}", "--methods", "cheapest"], "no records to fit on"),
         (["--outcomes", "{cut}", "--methods", "cheapest"], "cannot be read as gzip-compressed"),
