@@ -8,13 +8,12 @@ one line naming the file or value, never a stack trace.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 from pathlib import Path
 from typing import Any
 
 from orchestrator.configs import ConfigError
-from orchestrator.outcomes import OutcomeFormatError, PriceError
+from orchestrator.outcomes import OutcomeFormatError, PriceError, read_json_object
 
 
 class InputError(ValueError):
@@ -50,15 +49,7 @@ def finite(text: str) -> float:
 
 def read_config(path: Path | None, flag: str) -> dict[str, Any] | None:
     """The JSON object in `path` (None without one); InputError naming `flag` and the file."""
-    if path is None:
-        return None
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InputError(f"{flag} {path}: {exc}") from None
-    if not isinstance(data, dict):
-        raise InputError(f"{flag} {path}: a config is a JSON object, not {type(data).__name__}")
-    return data
+    return None if path is None else read_json_object(path, InputError, flag)
 
 
 def check_output(path: Path | None, flag: str) -> None:

@@ -156,15 +156,21 @@ class PriceError(ValueError):
     """A price table that cannot be used; the message names the file and the entry."""
 
 
+def read_json_object(path: str | Path, error: type[ValueError], what: str) -> dict[str, Any]:
+    """The JSON object in the file `path`; `error` naming `what` and the file when it cannot be read,
+    is not JSON or is not an object."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise error(f"{what} {path}: {exc}") from None
+    if not isinstance(data, dict):
+        raise error(f"{what} {path}: not a JSON object but {type(data).__name__}")
+    return data
+
+
 def read_prices(path: str | Path) -> dict[str, dict[str, float]]:
     """A prices.json: {model: {"input_per_mtok": USD, "output_per_mtok": USD}, ...}, checked."""
-    path = Path(path)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise PriceError(f"cannot read the price table {path}: {exc}") from None
-    if not isinstance(data, dict):
-        raise PriceError(f"{path}: a price table is a JSON object of model -> prices")
+    data = read_json_object(path, PriceError, "the price table")
     for model, entry in data.items():
         keys = ("input_per_mtok", "output_per_mtok")
         if not isinstance(entry, dict) or not all(_is_number(entry.get(k)) and entry[k] >= 0 for k in keys):

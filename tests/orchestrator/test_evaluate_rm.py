@@ -80,7 +80,7 @@ def test_held_out_pairs_and_every_best_of_n_line_are_reported(run):
         (["--outcomes", "{file}", "--rm-config", "{bad}"], "train.no_such_knob: not a known option"),
         (["--outcomes", "{file}", "--lam", "nan"], "must be a finite number, not nan"),
         (["--outcomes", "{file}", "--seeds", "-1"], "a seed is from 0 to"),
-        (["--outcomes", "{file}", "--policy-config", "{listed}"], "a config is a JSON object, not list"),
+        (["--outcomes", "{file}", "--policy-config", "{listed}"], "not a JSON object but list"),
         (["--outcomes", "{file}", "--json", "{dir}"], "is a folder; give a file name"),
     ],
 )
