@@ -35,7 +35,7 @@ from orchestrator.learning.episode import EpisodeBatch, Rollout, rollout
 from orchestrator.learning.features import task_features
 from orchestrator.learning.method import LearnedConfig, LearnedMethod
 from orchestrator.outcomes import DOMAINS
-from orchestrator.reward.bestofn import GREEDY_LINES, LINES, evaluate_lines
+from orchestrator.reward.bestofn import GREEDY_LINES, LINES, evaluate_lines, prompt_cost_estimate
 from orchestrator.reward.features import table_plan_features
 from orchestrator.reward.model import RewardNet
 from orchestrator.reward.pairs import cheaper_correct, concat, correct_over_incorrect, node_level
@@ -147,7 +147,9 @@ def run_seed(
     reward = reward_matrix(net, task_te[routable], plans_te[routable], lam)[rows, cand]
     reward_acc = reward_matrix(net, task_te[routable], plans_te[routable], 0.0)[rows, cand]
     dom = np.array([DOMAINS.index(d) if d in DOMAINS else 0 for d in test_r.domains])
-    pair_cost = context.calibration.domain_cost[dom] / cost_ref  # [items, p]
+    price = np.array([(prices or {}).get(model, {}).get("input_per_mtok", np.nan) for model, _ in train.pairs]) / 1e6
+    domain_cost = context.calibration.domain_cost[dom]  # [items, p] USD: for a pair without a price
+    pair_cost = prompt_cost_estimate(train, test_r, price, domain_cost) / cost_ref  # [items, p]
     est_cost, greedy_cost = pair_cost[rows, cand], pair_cost[rows[:, 0], greedy]
     lines, sources = {}, np.asarray(test_r.sources)
     for name in ("all", *sorted(set(sources))):

@@ -4,8 +4,9 @@ Lines, each scored on the same candidates (shapes: n items, N candidates, p pair
 - n1: one sampled plan executed (the expected score and cost over the N samples);
 - rm: OrchRM picks the top of the N, only it is executed;
 - rm_matched: OrchRM's accuracy-only reward (λ = 0), the best it can pick with a mean
-  *estimated* cost of at most n1's (`select_matched`; estimates only: no recorded outcome of
-  a test item is read to tune it): best-of-N at the same cost as N = 1;
+  *estimated* cost of at most n1's (`select_matched`; estimates only, known before a call:
+  the prompt's length, prices, and costs on the train items, `prompt_cost_estimate`; no
+  recorded outcome of a test item is read to tune it): best-of-N at the same cost as N = 1;
 - majority: every distinct candidate executed, the most common answer kept;
 - oracle: pass@N, every distinct candidate executed, right if any is.
 Given the policy's greedy plan (its single most likely one: what a run without best_of
@@ -18,11 +19,13 @@ Scoring plans with OrchRM calls no model: its token count is 0, and the accounti
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from orchestrator.learning.features import answer_key
+from orchestrator.outcomes import DOMAINS
 from orchestrator.routing.metrics import macro_accuracy
 from orchestrator.routing.table import OutcomeTable
 
@@ -77,6 +80,35 @@ def select_matched(reward: np.ndarray, est_cost: np.ndarray, target: float) -> n
             chosen[i] = better[i]
             budget -= max(extra[i], 0.0)
     return chosen
+
+
+def prompt_cost_estimate(
+    train: OutcomeTable, test: OutcomeTable, input_price: np.ndarray, fallback: np.ndarray
+) -> np.ndarray:
+    """float64 [test items, p]: each pair's cost on each test item as known before it runs (USD).
+
+    The prompt's tokens at the pair's input price (`input_price` [p], USD per token), plus
+    the pair's mean output cost on the train items of the item's domain (on all train items
+    where the domain has none). `fallback` [test items, p] stands where either is unknown (a
+    pair without a price). Against the recorded costs of the sampled candidates it correlates
+    0.993-0.995, the domain's mean cost 0.973-0.981 (RouterBench + LLMRouter, seeds 0-2).
+    """
+    known = train.available()
+    output = np.where(known, np.nan_to_num(train.cost) - np.nan_to_num(train.tokens_in) * input_price, 0.0)
+    overall = output.sum(0) / np.maximum(known.sum(0), 1)
+    train_dom, test_dom = _domain_index(train.domains), _domain_index(test.domains)
+    by_domain = np.tile(overall, (len(DOMAINS), 1))
+    for d in np.unique(train_dom):
+        rows = train_dom == d
+        count = known[rows].sum(0)
+        by_domain[d] = np.where(count > 0, output[rows].sum(0) / np.maximum(count, 1), overall)
+    estimate = test.tokens_in * input_price + by_domain[test_dom]
+    out: np.ndarray = np.where(np.isfinite(estimate), np.maximum(estimate, 0.0), fallback)
+    return out
+
+
+def _domain_index(domains: Sequence[str]) -> np.ndarray:
+    return np.array([DOMAINS.index(d) if d in DOMAINS else 0 for d in domains], dtype=np.int64)
 
 
 def evaluate_lines(

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 import torch
 
 from orchestrator.learning.dataset import make_context
-from orchestrator.reward.bestofn import evaluate_lines, select_matched
+from orchestrator.reward.bestofn import evaluate_lines, prompt_cost_estimate, select_matched
 from orchestrator.reward.features import (
     PLAN_ACC,
     PLAN_COST,
@@ -31,6 +33,7 @@ from orchestrator.reward.pairs import (
 from orchestrator.reward.plans import Plan, PlanError, plan_from_dict
 from orchestrator.reward.train import PairTensors, RMTrainConfig, bt_loss, pair_metrics, rewards, train_reward
 from orchestrator.routing.table import OutcomeTable
+from tests.orchestrator.synthetic import table as literal_table
 from tests.orchestrator.synthetic_outcomes import synthetic_table
 
 PAIRS = [("big", "direct"), ("mid", "direct"), ("small", "direct")]
@@ -317,3 +320,21 @@ def test_a_checkpoint_of_the_joint_model_saved_before_the_separable_option_still
     model = RewardModel.load(path)
     assert not model.net.config.separable
     assert np.isfinite(model.score(emb[:1], ["math"], [Plan.single("gpt-4", "direct")], lam=0.3)).all()
+
+
+def test_a_pairs_cost_before_it_runs_is_the_prompt_at_its_input_price_plus_its_usual_output() -> None:
+    nan = float("nan")
+    # two pairs; the first priced at 1e-6 $/token in. Train: math items cost 0.5e-3 and 0.7e-3
+    # with 100 and 300 prompt tokens, so their output cost is 0.4e-3 each; code items 1e-3 out.
+    train = literal_table([[1, 1], [1, 0], [0, 1]], [[0.5e-3, 2e-3], [0.7e-3, nan], [1.1e-3, 3e-3]])
+    train = replace(
+        train, domains=["math", "math", "code"], tokens_in=np.array([[100.0, 5.0], [300.0, 5.0], [100.0, 5.0]])
+    )
+    test = literal_table([[1, 1], [1, 1], [1, 1]], [[0, 0], [0, 0], [0, 0]])
+    test = replace(test, domains=["math", "code", "chat"], tokens_in=np.array([[1000.0, 7.0], [10.0, 7.0], [nan, 7.0]]))
+    fallback = np.full((3, 2), 9.0)
+    estimate = prompt_cost_estimate(train, test, np.array([1e-6, nan]), fallback)
+    assert estimate[0, 0] == pytest.approx(1e-3 + 0.4e-3)  # a long prompt costs more
+    assert estimate[1, 0] == pytest.approx(1e-5 + 1e-3)  # its domain's output cost
+    assert estimate[2, 0] == 9.0  # no prompt length known: the fallback
+    assert (estimate[:, 1] == 9.0).all()  # no price: the fallback
