@@ -30,9 +30,10 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from orchestrator.learning.method import LearnedConfig  # noqa: E402
+from orchestrator.outcomes import read_prices  # noqa: E402
 from orchestrator.policies.learned import LearnedPolicy, LearnedPolicyConfig  # noqa: E402
 from orchestrator.protocol import Budget, NodeView, Observation, Pair, PairRef  # noqa: E402
-from orchestrator.routing.table import load_prices, load_table  # noqa: E402
+from orchestrator.routing.table import load_table  # noqa: E402
 from orchestrator.train_policy import train  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -67,7 +68,7 @@ def time_training(paths: list[Path], out: Path, threads: int) -> float:
 
 def routerbench_pairs() -> tuple[Pair, ...]:
     table = load_table([OUTCOMES / "routerbench.jsonl.gz"], prices=OUTCOMES / "prices.json")
-    prices = load_prices(OUTCOMES / "prices.json")
+    prices = read_prices(OUTCOMES / "prices.json")
     pairs = []
     for j, (model, primitive) in enumerate(table.pairs, start=1):
         price = prices.get(model, {})

@@ -31,9 +31,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from orchestrator.learning.dataset import default_embedder  # noqa: E402
 from orchestrator.learning.method import LearnedConfig  # noqa: E402
+from orchestrator.outcomes import read_prices  # noqa: E402
 from orchestrator.reward.guided import executed_tokens, fit_grounded  # noqa: E402
 from orchestrator.routing import metrics  # noqa: E402
-from orchestrator.routing.table import load_prices, load_table, split_table  # noqa: E402
+from orchestrator.routing.table import load_table, split_table  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 OUTCOMES = ROOT / "data" / "outcomes"
@@ -77,7 +78,7 @@ def main() -> int:
             parser.error(f"fractions must be in (0, 1], not {f}")
     torch.set_num_threads(2)
     price_path = OUTCOMES / "prices.json"
-    prices = load_prices(price_path) if price_path.is_file() else None
+    prices = read_prices(price_path) if price_path.is_file() else None
     table = load_table(args.outcomes, prices=price_path if prices else None)
     table = table.rows(np.flatnonzero(table.available().any(axis=1)))
     train, test = split_table(table, seed=args.seed)

@@ -32,16 +32,16 @@ import torch
 from orchestrator import cli
 from orchestrator.learning.dataset import Embedder, default_embedder, encode, make_context
 from orchestrator.learning.episode import EpisodeBatch, Rollout, rollout
-from orchestrator.learning.features import task_features
+from orchestrator.learning.features import domain_indices, task_features
 from orchestrator.learning.method import LearnedConfig, LearnedMethod
-from orchestrator.outcomes import DOMAINS
+from orchestrator.outcomes import read_prices
 from orchestrator.reward.bestofn import GREEDY_LINES, LINES, evaluate_lines, prompt_cost_estimate
 from orchestrator.reward.features import table_plan_features
 from orchestrator.reward.model import RewardNet
 from orchestrator.reward.pairs import cheaper_correct, concat, correct_over_incorrect, node_level
 from orchestrator.reward.prior import table_prior
 from orchestrator.reward.train import pair_metrics, table_tensors, train_reward
-from orchestrator.routing.table import OutcomeTable, default_prices, load_prices, load_routable, split_table
+from orchestrator.routing.table import OutcomeTable, default_prices, load_routable, split_table
 from orchestrator.train_rm import RMConfig, table_pair_data
 
 HEADLINE_SOURCE = "correct_over_incorrect"
@@ -146,7 +146,7 @@ def run_seed(
     rows = np.arange(test_r.n_items)[:, None]
     reward = reward_matrix(net, task_te[routable], plans_te[routable], lam)[rows, cand]
     reward_acc = reward_matrix(net, task_te[routable], plans_te[routable], 0.0)[rows, cand]
-    dom = np.array([DOMAINS.index(d) if d in DOMAINS else 0 for d in test_r.domains])
+    dom = domain_indices(test_r.domains)
     price = np.array([(prices or {}).get(model, {}).get("input_per_mtok", np.nan) for model, _ in train.pairs]) / 1e6
     domain_cost = context.calibration.domain_cost[dom]  # [items, p] USD: for a pair without a price
     pair_cost = prompt_cost_estimate(train, test_r, price, domain_cost) / cost_ref  # [items, p]
@@ -240,7 +240,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         rm_config = RMConfig.from_mapping(cli.read_config(args.rm_config, "--rm-config"))
         policy_config = cli.read_config(args.policy_config, "--policy-config")
         LearnedConfig.from_mapping(policy_config)  # checked now, not after OrchRM has trained
-        price_map = load_prices(prices) if prices else None
+        price_map = read_prices(prices) if prices else None
         table = load_routable(list(args.outcomes), prices=prices)
     except cli.INPUT_ERRORS as error:
         parser.error(str(error))

@@ -26,7 +26,8 @@ from orchestrator.learning.dataset import PoolContext, encode, make_context
 from orchestrator.learning.method import LearnedConfig, fit_policy
 from orchestrator.learning.model import PolicyNet, save_checkpoint
 from orchestrator.learning.sft import extra_from_records
-from orchestrator.routing.table import default_prices, load_prices, load_routable
+from orchestrator.outcomes import read_prices
+from orchestrator.routing.table import default_prices, load_routable
 
 
 def pool_payload(context: PoolContext, pairs: Sequence[tuple[str, str]]) -> dict[str, Any]:
@@ -77,7 +78,7 @@ def train(
     else:
         emb = np.asarray(embedder(table.prompts), dtype=np.float32)
     embedded_s = time.perf_counter() - start
-    context = make_context(table, emb, load_prices(prices) if prices else None)
+    context = make_context(table, emb, read_prices(prices) if prices else None)
     batch = encode(table, emb, context, with_outcomes=True, exclude_self=True)
     net = PolicyNet(config.policy)
 

@@ -28,13 +28,14 @@ from orchestrator import cli
 from orchestrator.configs import STRICT_KEYS, ConfigError, from_mapping
 from orchestrator.learning.dataset import PoolContext, make_context
 from orchestrator.learning.features import task_features
+from orchestrator.outcomes import read_prices
 from orchestrator.reward.features import plan_features, table_plan_features
 from orchestrator.reward.jsonl import PreferenceFormatError, PreferenceRecord, read_preferences
 from orchestrator.reward.model import RewardConfig, RewardNet, save_reward_model
 from orchestrator.reward.pairs import SOURCES, PairConfig, build_pairs
 from orchestrator.reward.prior import AccuracyPrior, table_prior
 from orchestrator.reward.train import LAM_MAX, PairTensors, RMTrainConfig, table_tensors, train_reward
-from orchestrator.routing.table import OutcomeTable, default_prices, load_prices, load_routable
+from orchestrator.routing.table import OutcomeTable, default_prices, load_routable
 
 Progress = Callable[[str, int, int, dict[str, float]], None]
 
@@ -142,7 +143,7 @@ def train(
         embedder = embed_all
     emb = np.asarray(embedder(list(table.prompts)), dtype=np.float32)
     embedded_s = time.perf_counter() - start
-    context = make_context(table, emb, load_prices(prices) if prices else None)
+    context = make_context(table, emb, read_prices(prices) if prices else None)
     prior = table_prior(table, emb, seed=seed) if config.model.accuracy_prior else None
     data = table_pair_data(table, emb, context, config.pairs, seed=seed, prior=prior)
     extra, no_plan = preference_tensors(preferences, context, embedder, prior)

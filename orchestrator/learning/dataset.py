@@ -20,6 +20,7 @@ from orchestrator.learning.features import (
     PairInfo,
     answer_key,
     calibrate,
+    domain_indices,
     pair_features,
     pair_infos,
     response_surface,
@@ -103,9 +104,7 @@ def encode(
     """Episode tensors for the rows of `table` in the pool of `context` (same columns)."""
     calib = context.calibration
     feats = pair_features(context.infos, calib, embeddings, table.domains, exclude_self=exclude_self)
-    dom_cost = np.stack(
-        [calib.domain_cost[_domain_index(d)] for d in table.domains]
-    )  # [n, p] calibration estimate, never the item's own recorded cost
+    dom_cost = calib.domain_cost[domain_indices(table.domains)]  # [n, p]: never the item's own recorded cost
     n, p = table.n_items, table.n_pairs
     available = ~np.isnan(table.score) & ~np.isnan(table.cost) if with_outcomes else _routable(table)
     batch = EpisodeBatch(
@@ -122,12 +121,6 @@ def encode(
         batch.score = torch.from_numpy(np.nan_to_num(table.score).astype(np.float32))
         batch.cost = torch.from_numpy((np.nan_to_num(table.cost) / calib.cost_ref).astype(np.float32))
     return batch
-
-
-def _domain_index(domain: str) -> int:
-    from orchestrator.outcomes import DOMAINS
-
-    return DOMAINS.index(domain) if domain in DOMAINS else 0
 
 
 def _routable(table: OutcomeTable) -> np.ndarray:

@@ -299,6 +299,12 @@ def item_accuracy(
     return mixed
 
 
+def domain_indices(domains: Sequence[str]) -> np.ndarray:
+    """int64 [n]: each domain's row in the per-domain calibration tables (`DOMAINS` order; an
+    unknown domain takes the first row)."""
+    return np.array([DOMAINS.index(d) if d in DOMAINS else 0 for d in domains], dtype=np.int64)
+
+
 def pair_features(
     infos: Sequence[PairInfo],
     calib: Calibration,
@@ -308,7 +314,7 @@ def pair_features(
     exclude_self: bool = False,
 ) -> np.ndarray:
     """float32 [n, p, PAIR_DIM]: static features and calibration statistics for each item's domain."""
-    dom = np.array([DOMAINS.index(d) if d in DOMAINS else 0 for d in domains], dtype=np.int64)
+    dom = domain_indices(domains)
     acc = calib.domain_acc[dom]  # [n, p]
     cost = calib.domain_cost[dom] / calib.cost_ref  # [n, p]
     knn = item_accuracy(calib, embeddings, domains, acc, exclude_self=exclude_self)

@@ -29,8 +29,9 @@ from orchestrator.learning.features import answer_key, response_surface
 from orchestrator.learning.model import PolicyConfig, PolicyNet
 from orchestrator.learning.rl import RLConfig, evaluate_reward, train_rl
 from orchestrator.learning.sft import ExtraTrajectories, SFTConfig, extra_from_records, train_sft
+from orchestrator.outcomes import read_prices
 from orchestrator.routing.methods import CASCADE_OFFSET, Routes, executed_response
-from orchestrator.routing.table import OutcomeTable, load_prices
+from orchestrator.routing.table import OutcomeTable
 
 # λ prices cost in units of the pool's most expensive pair: 0 = accuracy only, 2 = cost dominates.
 DEFAULT_KNOBS = (
@@ -96,7 +97,7 @@ class LearnedMethod:
         return self._embedded[key]
 
     def _prices(self) -> dict[str, dict[str, float]] | None:
-        return load_prices(Path(self.config.prices)) if self.config.prices else None
+        return read_prices(Path(self.config.prices)) if self.config.prices else None
 
     def fit(self, train: OutcomeTable, *, seed: int, probe: OutcomeTable | None = None) -> None:
         torch.set_num_threads(self.config.threads)

@@ -19,12 +19,11 @@ Scoring plans with OrchRM calls no model: its token count is 0, and the accounti
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from orchestrator.learning.features import answer_key
+from orchestrator.learning.features import answer_key, domain_indices
 from orchestrator.outcomes import DOMAINS
 from orchestrator.routing.metrics import macro_accuracy
 from orchestrator.routing.table import OutcomeTable
@@ -96,7 +95,7 @@ def prompt_cost_estimate(
     known = train.available()
     output = np.where(known, np.nan_to_num(train.cost) - np.nan_to_num(train.tokens_in) * input_price, 0.0)
     overall = output.sum(0) / np.maximum(known.sum(0), 1)
-    train_dom, test_dom = _domain_index(train.domains), _domain_index(test.domains)
+    train_dom, test_dom = domain_indices(train.domains), domain_indices(test.domains)
     by_domain = np.tile(overall, (len(DOMAINS), 1))
     for d in np.unique(train_dom):
         rows = train_dom == d
@@ -105,10 +104,6 @@ def prompt_cost_estimate(
     estimate = test.tokens_in * input_price + by_domain[test_dom]
     out: np.ndarray = np.where(np.isfinite(estimate), np.maximum(estimate, 0.0), fallback)
     return out
-
-
-def _domain_index(domains: Sequence[str]) -> np.ndarray:
-    return np.array([DOMAINS.index(d) if d in DOMAINS else 0 for d in domains], dtype=np.int64)
 
 
 def evaluate_lines(

@@ -27,10 +27,10 @@ from orchestrator.learning.features import (
     ItemPredictor,
     PairInfo,
     assemble_pair_features,
+    domain_indices,
     item_accuracy,
     task_features,
 )
-from orchestrator.outcomes import DOMAINS
 from orchestrator.reward.plans import Plan
 from orchestrator.reward.prior import AccuracyPrior, logit
 
@@ -106,7 +106,7 @@ def pool_estimates(
     (docs/reward.md).
     """
     calib = context.calibration
-    dom = np.array([DOMAINS.index(d) if d in DOMAINS else 0 for d in domains], dtype=np.int64)
+    dom = domain_indices(domains)
     acc = calib.domain_acc[dom]
     cost = calib.domain_cost[dom] / calib.cost_ref
     if not len(domains):

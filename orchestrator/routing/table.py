@@ -109,11 +109,6 @@ def default_prices(outcomes: Sequence[Path], given: Path | None) -> Path | None:
     return beside if beside.is_file() else None
 
 
-def load_prices(path: Path) -> dict[str, dict[str, float]]:
-    """A prices.json: model -> {"input_per_mtok", "output_per_mtok"}; PriceError if it is not one."""
-    return read_prices(path)
-
-
 def load_routable(paths: Sequence[str | Path], prices: Path | None = None) -> OutcomeTable:
     """`load_table`, keeping the items with at least one pair of known score and cost (the
     ones a router can be trained or tested on). OutcomeFormatError when there are none."""
@@ -132,7 +127,7 @@ def load_table(paths: Sequence[str | Path], prices: Path | None = None) -> Outco
     recorded or estimated tokens; without a price its cost stays NaN. An item's split is the
     one most of its records carry (RouterBench has items whose halves sit in two split files).
     """
-    price_map = load_prices(prices) if prices is not None else {}
+    price_map = read_prices(prices) if prices is not None else {}
     item_index: dict[tuple[str, str], int] = {}
     meta: list[tuple[str, str, str, str]] = []  # (prompt, benchmark, domain, source)
     split_votes: list[Counter[str | None]] = []
