@@ -5,15 +5,19 @@
     python -m workers.importers all --shared DIR --out-dir data/outcomes [--assume-completion-tokens N]
 
 `all` also writes `prices.json` (prices found in the data) and copies each source's
-LICENSE to `licenses/<source>.LICENSE`. Both print, per source, the records written, the
+LICENSE to `licenses/<source>.LICENSE`. It is all or nothing: everything is written into a
+staging folder inside the output folder first, and moved into place only when every source
+converted, so a failing source leaves every old file as it was. Both print, per source, the records written, the
 items, models and primitives, what was skipped and why, and the total cost.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import sys
+import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -62,11 +66,12 @@ class Summary:
             yield record
 
 
-def convert(source: str, src: Path, out: Path, options: dict[str, Any]) -> None:
+def convert(source: str, src: Path, out: Path, options: dict[str, Any], *, shown: Path | None = None) -> None:
+    """Convert one source into `out`; the report names `shown` (where the file will end up) if given."""
     importer, _ = SOURCES[source]
     log, summary = ImportLog(), Summary()
     write_outcomes(out, summary.count(importer(src, log=log, **options_for(source, options))))
-    report(source, out, summary, log, options)
+    report(source, shown or out, summary, log, options)
 
 
 def report(source: str, out: Path, summary: Summary, log: ImportLog, options: dict[str, Any]) -> None:
@@ -101,19 +106,28 @@ def copy_license(source: str, src: Path, out_dir: Path) -> None:
 
 
 def convert_all(shared: Path, out_dir: Path, assume_completion_tokens: int) -> None:
-    prices_path = out_dir / "prices.json"
     prices = build_prices(shared)
-    write_prices(prices_path, prices)
-    print(f"prices: {len(prices)} models -> {prices_path}")
     gsm8k_test = shared / "benchmarks" / "gsm8k" / "test.jsonl"
     options = {
         "assume_completion_tokens": assume_completion_tokens,
         "prices": prices,
         "gsm8k_test": gsm8k_test if gsm8k_test.exists() else None,
     }
-    for source, (_, folder) in SOURCES.items():
-        convert(source, shared / folder, out_dir / f"{source}.jsonl.gz", options)
-        copy_license(source, shared / folder, out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    # Staged beside the outputs (one file system, so each move is a rename): a source that
+    # fails leaves every old file in out_dir as it was, prices.json included.
+    with tempfile.TemporaryDirectory(dir=out_dir, prefix=".importing-") as tmp:
+        staging = Path(tmp)
+        write_prices(staging / "prices.json", prices)
+        print(f"prices: {len(prices)} models -> {out_dir / 'prices.json'}")
+        for source, (_, folder) in SOURCES.items():
+            name = f"{source}.jsonl.gz"
+            convert(source, shared / folder, staging / name, options, shown=out_dir / name)
+            copy_license(source, shared / folder, staging)
+        for path in sorted(p for p in staging.rglob("*") if p.is_file()):
+            target = out_dir / path.relative_to(staging)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(path, target)
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:

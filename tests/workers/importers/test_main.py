@@ -1,3 +1,4 @@
+import shutil
 from pathlib import Path
 
 import pytest
@@ -80,3 +81,23 @@ def test_a_repeated_item_model_primitive_is_an_error(shared: Path) -> None:
     )
     with pytest.raises(ValueError, match="repeated"):
         list(Summary().count([record, record]))
+
+
+def test_all_is_all_or_nothing(shared: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out_dir = tmp_path / "out"
+    assert main(["all", "--shared", str(shared), "--out-dir", str(out_dir)]) == 0
+    before = {path: path.read_bytes() for path in out_dir.rglob("*") if path.is_file()}
+    broken = tmp_path / "shared"
+    shutil.copytree(shared, broken)
+    last, (_, folder) = list(SOURCES.items())[-1]
+    (broken / folder / "LICENSE").unlink()  # the last source fails, after every other converted
+    (broken / "llmrouter" / "LICENSE").write_text("another licence\n")
+
+    argv = ["all", "--shared", str(broken), "--out-dir", str(out_dir), "--assume-completion-tokens", "64"]
+    assert main(argv) == 2
+
+    assert "LICENSE is missing" in capsys.readouterr().err
+    after = {path: path.read_bytes() for path in out_dir.rglob("*") if path.is_file()}
+    assert after == before  # prices.json and the sources converted before the failure included
+    assert not list(out_dir.glob(".importing-*"))
+    assert last == "program_of_thoughts"
