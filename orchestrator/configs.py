@@ -4,7 +4,8 @@ The configs are frozen dataclasses. `from_mapping(cls, mapping)` builds one with
 which checks every field's type, the ranges the field's annotation gives (`Count`,
 `NonNegative`, ...), and refuses keys the dataclass does not have (each config sets
 `__pydantic_config__ = STRICT_KEYS`), so a typo is an error rather than a default used
-in silence. Any problem is one `ConfigError` naming every bad field by its path.
+in silence. A check across fields goes in the dataclass's `__post_init__` (`check_order`).
+Any problem is one `ConfigError` naming every bad field by its path.
 """
 
 from __future__ import annotations
@@ -27,8 +28,22 @@ Fraction = Annotated[float, Field(ge=0, le=1)]
 Dropout = Annotated[float, Field(ge=0, lt=1)]
 
 
+def check_order(config: object, low: str, high: str) -> None:
+    """ValueError (a config error naming both fields, under `from_mapping`) when config.low > config.high."""
+    lo, hi = getattr(config, low), getattr(config, high)
+    if lo > hi:
+        raise ValueError(f"{low} ({lo}) must be at most {high} ({hi})")
+
+
 class ConfigError(ValueError):
     """A config that cannot be used; the message names each bad field."""
+
+
+def _problem(error: Any) -> str:
+    if error["type"] == "unexpected_keyword_argument":
+        return "not a known option"
+    message: str = error["msg"]
+    return message.removeprefix("Value error, ")  # a __post_init__ check's own words
 
 
 def from_mapping(cls: type[T], mapping: Mapping[str, Any] | None) -> T:
@@ -38,7 +53,11 @@ def from_mapping(cls: type[T], mapping: Mapping[str, Any] | None) -> T:
     except ValidationError as error:
         problems = [
             f"{'.'.join(map(str, e['loc'])) or 'the config'}: "
-            + ("not a known option" if e["type"] == "unexpected_keyword_argument" else e["msg"])
+            + (
+                "not a known option"
+                if e["type"] == "unexpected_keyword_argument"
+                else e["msg"].removeprefix("Value error, ")
+            )
             for e in error.errors()
         ]
         raise ConfigError("; ".join(problems)) from None

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from orchestrator.configs import STRICT_KEYS, Count, Fraction, NonNegative, NonNegativeInt, Positive, Seed
+from orchestrator.configs import STRICT_KEYS, Count, Fraction, NonNegative, NonNegativeInt, Positive, Seed, check_order
 from orchestrator.learning.episode import EpisodeBatch, episode_reward, rollout
 from orchestrator.learning.model import PolicyNet
 from orchestrator.learning.sft import SFTConfig, sample_lambdas
@@ -53,6 +53,9 @@ class RLConfig:
     lam_min: Positive = 0.005  # smallest non-zero λ
     lam_zero: Fraction = 0.15  # probability of λ = 0
     seed: Seed = 0  # seeds tasks, λ and sampling
+
+    def __post_init__(self) -> None:
+        check_order(self, "lam_min", "lam_max")
 
 
 def group_advantages(reward: torch.Tensor, group: int, std_floor: float) -> torch.Tensor:

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from orchestrator.configs import STRICT_KEYS, Count, Fraction, NonNegative, NonNegativeInt, Positive, Seed
+from orchestrator.configs import STRICT_KEYS, Count, Fraction, NonNegative, NonNegativeInt, Positive, Seed, check_order
 from orchestrator.learning.episode import ACC, EpisodeBatch, response_features, rollout
 from orchestrator.learning.model import PolicyNet
 
@@ -55,6 +55,9 @@ class SFTConfig:
     decompose_weight: NonNegative = 0.1  # weight of the (negative-only) decompose loss
     extra_weight: NonNegative = 1.0  # weight of live-recorded trajectories
     seed: Seed = 0  # seeds λ draws, subsets and batches
+
+    def __post_init__(self) -> None:
+        check_order(self, "lam_min", "lam_max")
 
 
 @dataclass

@@ -101,6 +101,11 @@ def test_configs_name_every_bad_field_and_keep_their_defaults() -> None:
         RMConfig.from_mapping({"pairs": {"sources": ["bogus"]}})
     with pytest.raises(ConfigError, match="train.batch_size: Input should be greater than or equal to 1"):
         RMConfig.from_mapping({"train": {"batch_size": 0}})
+    with pytest.raises(ConfigError, match=r"^sft: lam_min \(3.0\) must be at most lam_max \(2.0\)$"):
+        LearnedConfig.from_mapping({"sft": {"lam_min": 3}})
+    with pytest.raises(ConfigError, match=r"^rl: lam_min \(0.5\) must be at most lam_max \(0.1\)$"):
+        LearnedConfig.from_mapping({"rl": {"lam_min": 0.5, "lam_max": 0.1}})
+    assert LearnedConfig.from_mapping({"rl": {"lam_min": 0.1, "lam_max": 0.1}}).rl.lam_max == 0.1
 
 
 def usage_error(main, argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
