@@ -126,6 +126,7 @@ def run_seed(
     start = time.perf_counter()
     prior = table_prior(train, emb_tr, seed=seed) if rm_config.model.accuracy_prior else None
     data = table_pair_data(train, emb_tr, context, rm_config.pairs, seed=seed, prior=prior)
+    torch.manual_seed(seed)  # the net's initial weights: from the seed, not from what ran before
     net = RewardNet(rm_config.model)
     fit = train_reward(net, data, replace(rm_config.train, seed=seed))
     rm_s = time.perf_counter() - start
