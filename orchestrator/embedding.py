@@ -37,7 +37,11 @@ TEXT_RULE = "head+question"  # how a long text is read (`end_text`): another rul
 EMBEDDING_ID = f"{MODEL_NAME}-{TEXT_RULE}"  # names the cache, and is saved in every checkpoint
 LEGACY_EMBEDDING = f"{MODEL_NAME} (texts read from their start)"  # a checkpoint that names none
 CHUNK = 512  # texts encoded between two progress reports (and cache writes)
-BATCH_SIZE = 64
+# One text per forward pass: batched, a text is padded to its batch's longest, and its vector
+# moves in the 7th digit with its neighbours, so which texts a cache happened to miss
+# together would change every figure trained on it. Alone, a vector depends on its text
+# only; on 256 RouterBench prompts that cost 9.6 s against 8.5 s in batches of 64.
+BATCH_SIZE = 1
 
 logger = logging.getLogger(__name__)
 _model: Any = None

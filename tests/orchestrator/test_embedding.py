@@ -90,3 +90,10 @@ def test_few_shot_prompts_sharing_their_examples_embed_apart():
     # a long text with no blocks: its end is read too, so different endings embed apart
     ends = embedding.embed(["filler " * 400 + "What is the capital of France?", "filler " * 400 + "Sing me a song."])
     assert float(ends[0] @ ends[1]) < 0.999
+
+
+def test_a_vector_depends_on_its_text_alone():
+    short = "What is the capital of France?"
+    long = " ".join(["a long neighbour that pads the batch"] * 30)
+    alone = embedding.encode([short])[0]
+    assert np.array_equal(embedding.encode([long, short, "Hi"])[1], alone)  # bit for bit, whatever it is encoded with
