@@ -1,7 +1,7 @@
 """Train OrchRM (the plan reward model) on preference pairs and save a checkpoint.
 
     python -m orchestrator.train_rm --outcomes data/outcomes/routerbench.jsonl.gz [...] \
-        [--preferences pairs.jsonl ...] [--out .data/reward.pt] [--seed 0] [--max-pairs 100000]
+        [--preferences pairs.jsonl ...] [--out .data/reward.pt] [--seed 0] [--max-pairs 250000]
 
 Self-supervised pairs are built from every item of the outcome files (correct over
 incorrect, cheaper correct, node-level agreement); `--preferences` adds pairs in the
@@ -194,7 +194,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seed", type=cli.seed, default=0)
     parser.add_argument("--prices", type=Path, help="prices.json (default: the one beside the first outcome file)")
     parser.add_argument(
-        "--max-pairs", type=cli.non_negative, help="self-supervised pairs after balancing (default 100000; 0 = all)"
+        "--max-pairs", type=cli.non_negative, help="self-supervised pairs after balancing (default 250000; 0 = all)"
     )
     parser.add_argument("--epochs", type=cli.non_negative, help="passes over the pairs")
     parser.add_argument("--config", type=Path, help='JSON config: {"pairs": {...}, "train": {...}, "model": {...}}')
