@@ -51,14 +51,6 @@ def from_mapping(cls: type[T], mapping: Mapping[str, Any] | None) -> T:
     try:
         config: T = TypeAdapter(cls).validate_python({} if mapping is None else mapping)
     except ValidationError as error:
-        problems = [
-            f"{'.'.join(map(str, e['loc'])) or 'the config'}: "
-            + (
-                "not a known option"
-                if e["type"] == "unexpected_keyword_argument"
-                else e["msg"].removeprefix("Value error, ")
-            )
-            for e in error.errors()
-        ]
+        problems = [f"{'.'.join(map(str, e['loc'])) or 'the config'}: {_problem(e)}" for e in error.errors()]
         raise ConfigError("; ".join(problems)) from None
     return config
