@@ -32,6 +32,14 @@ def checkpoints_dir() -> Path:
     return Path(settings.DATA_DIR) / "checkpoints"
 
 
+# The keys a job's config may have; `demo` marks the job `make up` queues for the demo policy.
+COMMON_KEYS = frozenset({"seed", "outcomes", "replaces"})
+KIND_KEYS = {
+    CheckpointKind.POLICY: frozenset({"learned", "demo"}),
+    CheckpointKind.REWARD_MODEL: frozenset({"rm", "preferences", "live_runs"}),
+}
+
+
 def check_training_config(kind: str, config: dict[str, Any]) -> None:
     if kind not in TRAINABLE:
         known = ", ".join(sorted(TRAINABLE))
@@ -54,8 +62,32 @@ def check_training_config(kind: str, config: dict[str, Any]) -> None:
         or not Checkpoint.objects.filter(pk=replaces, kind=kind).exists()
     ):
         raise Invalid("config.replaces", f"replaces must be the id of a {kind} checkpoint; {replaces!r} is not.")
+    allowed = COMMON_KEYS | KIND_KEYS.get(kind, frozenset())
+    unknown_keys = sorted(set(config) - allowed)
+    if unknown_keys:
+        known = ", ".join(sorted(allowed))
+        raise Invalid(
+            f"config.{unknown_keys[0]}", f"Not an option of a {kind} job: {', '.join(unknown_keys)}; known: {known}."
+        )
+    if not isinstance(config.get("demo", False), bool):
+        raise Invalid("config.demo", "demo must be true or false.")
     if kind == CheckpointKind.REWARD_MODEL:
         check_reward_config(config)
+    else:
+        check_policy_config(config)
+
+
+def check_policy_config(config: dict[str, Any]) -> None:
+    """A policy job's `learned` (LearnedConfig's sections), checked here rather than when the job starts."""
+    from orchestrator.learning.method import LearnedConfig
+
+    learned = config.get("learned", {})
+    try:
+        if not isinstance(learned, dict):
+            raise TypeError("it must be an object")
+        LearnedConfig.from_mapping(learned)
+    except (TypeError, ValueError) as exc:
+        raise Invalid("config.learned", f"The policy's configuration is not valid: {exc}") from None
 
 
 def check_reward_config(config: dict[str, Any]) -> None:

@@ -43,6 +43,13 @@ def test_a_researcher_queues_a_policy_job_and_reads_it(api_as, django_capture_on
         ({"config": {"outcomes": "routerbench.jsonl.gz"}}, "config.outcomes"),
         ({"config": {"replaces": 999_999}}, "config.replaces"),
         ({"config": {"replaces": "1"}}, "config.replaces"),
+        ({"config": {"learned": {"sft": {"lam_min": 3}}}}, "config.learned"),
+        ({"config": {"learned": {"sft": {"epochz": 3}}}}, "config.learned"),
+        ({"config": {"learned": []}}, "config.learned"),
+        ({"config": {"sft": {"epochs": 3}}}, "config.sft"),  # a `learned` section at the top: not ignored
+        ({"config": {"rm": {}}}, "config.rm"),  # the reward model's options on a policy job
+        ({"kind": "reward_model", "config": {"learned": {}}}, "config.learned"),
+        ({"config": {"demo": "yes"}}, "config.demo"),
     ],
 )
 def test_a_bad_job_is_422_and_not_queued(api_as, body: dict[str, Any], field: str) -> None:
@@ -50,6 +57,19 @@ def test_a_bad_job_is_422_and_not_queued(api_as, body: dict[str, Any], field: st
     assert response.status_code == 422
     assert response.json_body["field"] == field
     assert TrainingJob.objects.count() == 0
+
+
+def test_a_bad_policy_config_is_named_before_the_job_is_queued(api_as) -> None:
+    api = api_as(Role.RESEARCHER)
+    response = api.post("/training/jobs", {"kind": "policy", "config": {"learned": {"sft": {"lam_min": 3}}}})
+    assert "sft: lam_min (3.0) must be at most lam_max (2.0)" in response.json_body["detail"]
+    response = api.post("/training/jobs", {"kind": "policy", "config": {"sft": {}, "seeds": 1}})
+    assert (
+        "Not an option of a policy job: seeds, sft; known: demo, learned, outcomes, replaces, seed."
+        in (response.json_body["detail"])
+    )
+    good = {"learned": {"sft": {"epochs": 2}, "rl": {"iterations": 0}}, "seed": 1}
+    assert api.post("/training/jobs", {"kind": "policy", "config": good}).status_code == 201
 
 
 def test_viewers_and_labelers_may_not_train(api_as) -> None:
