@@ -154,6 +154,7 @@ function StartForm({ onStarted }: { onStarted: (id: number) => void }) {
         <legend>
           Outcome files <span className="muted small">(none ticked: {size === "quick" ? QUICK_OUTCOMES.join(", ") : fullDefault})</span>
         </legend>
+        {options.isPending && <Loading what="Loading the outcome files" />}
         {options.isError && <ErrorText error={options.error} />}
         {options.data?.outcomes.map((name) => (
           <label key={name} className="inline">
