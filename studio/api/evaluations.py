@@ -10,6 +10,7 @@ from ninja import Field, Router, Schema, Status
 from ninja.pagination import LimitOffsetPagination, paginate
 
 from studio.api.auth import current_user, role
+from studio.api.body import Body
 from studio.models import EvaluationRun, Role
 from studio.selectors.evaluations import evaluation_get, evaluation_list, evaluation_options
 from studio.services.evaluations import evaluation_create
@@ -17,7 +18,7 @@ from studio.services.evaluations import evaluation_create
 router = Router(tags=["evaluations"], auth=role(Role.RESEARCHER))
 
 
-class EvaluationIn(Schema):
+class EvaluationIn(Body):
     preset: Literal["quick", "full"] = Field(
         "quick", description="quick: a seeded subset of items and a small learned policy; full: everything"
     )

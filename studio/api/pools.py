@@ -11,6 +11,7 @@ from ninja.pagination import LimitOffsetPagination, paginate
 from pydantic import SecretStr
 
 from studio.api.auth import role
+from studio.api.body import Body
 from studio.models import Admissibility, ModelEndpoint, ModelPool, Primitive, Role
 from studio.selectors import pools as selectors
 from studio.services import pools as services
@@ -24,12 +25,12 @@ JSONObject = dict[str, Any]
 # Pools
 
 
-class PoolIn(Schema):
+class PoolIn(Body):
     name: str = Field(min_length=1, max_length=100)
     description: str = Field("", max_length=10_000)
 
 
-class PoolPatch(Schema):
+class PoolPatch(Body):
     name: str | None = Field(None, min_length=1, max_length=100)
     description: str | None = Field(None, max_length=10_000)
 
@@ -75,7 +76,7 @@ def delete_pool(request: HttpRequest, pool_id: int) -> Status:
 Price = Annotated[Decimal, Field(ge=0, max_digits=12, decimal_places=6)]
 
 
-class EndpointIn(Schema):
+class EndpointIn(Body):
     name: str = Field(min_length=1, max_length=100)
     model: str = Field(min_length=1, max_length=200, description="litellm model string")
     api_base: str = Field("", max_length=500, description="e.g. http://127.0.0.1:8001/v1 for vLLM")
@@ -87,7 +88,7 @@ class EndpointIn(Schema):
     enabled: bool = True
 
 
-class EndpointPatch(Schema):
+class EndpointPatch(Body):
     name: str | None = Field(None, min_length=1, max_length=100)
     model: str | None = Field(None, min_length=1, max_length=200)
     api_base: str | None = Field(None, max_length=500)
@@ -157,14 +158,14 @@ def delete_endpoint(request: HttpRequest, endpoint_id: int) -> Status:
 # Primitives
 
 
-class PrimitiveIn(Schema):
+class PrimitiveIn(Body):
     name: str = Field(min_length=1, max_length=50, pattern=r"^[a-z0-9_-]+$")
     description: str = Field("", max_length=10_000)
     parameters: JSONObject = Field(default_factory=dict, description='e.g. {"k": 5}')
     needs_tools: bool = False
 
 
-class PrimitivePatch(Schema):
+class PrimitivePatch(Body):
     name: str | None = Field(None, min_length=1, max_length=50, pattern=r"^[a-z0-9_-]+$")
     description: str | None = Field(None, max_length=10_000)
     parameters: JSONObject | None = None
@@ -209,14 +210,14 @@ def delete_primitive(request: HttpRequest, primitive_id: int) -> Status:
 # Admissibility
 
 
-class AdmissibilityIn(Schema):
+class AdmissibilityIn(Body):
     endpoint_id: int
     primitive_id: int
     allowed: bool = True
     limits: JSONObject = Field(default_factory=dict, description='e.g. {"max_tokens": 1024}')
 
 
-class AdmissibilityPatch(Schema):
+class AdmissibilityPatch(Body):
     allowed: bool | None = None
     limits: JSONObject | None = None
 

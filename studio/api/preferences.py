@@ -12,6 +12,7 @@ from ninja.pagination import LimitOffsetPagination, paginate
 from orchestrator.reward.jsonl import record_to_json
 from orchestrator.reward.plans import Plan
 from studio.api.auth import current_user, role
+from studio.api.body import Body
 from studio.errors import Invalid
 from studio.models import PairSource, PreferencePair, Role, Run, Verdict
 from studio.selectors.preferences import (
@@ -30,7 +31,7 @@ router = Router(tags=["preferences"], auth=role(Role.LABELER))
 JSONL_TYPES = {"application/x-ndjson", "application/jsonl", "application/jsonlines", "text/plain"}
 
 
-class PairIn(Schema):
+class PairIn(Body):
     run_a_id: int
     run_b_id: int
     source: PairSource = PairSource.HUMAN
@@ -53,7 +54,7 @@ class PairFilters(Schema):
     source: PairSource | None = None
 
 
-class LabelIn(Schema):
+class LabelIn(Body):
     verdict: Verdict = Field(description="a, b, tie or skip; A and B as stored, whatever the display order")
     seconds_spent: float | None = Field(None, ge=0, le=86_400)
 

@@ -8,6 +8,7 @@ from ninja import Field, Query, Router, Schema, Status
 from ninja.pagination import LimitOffsetPagination, paginate
 
 from studio.api.auth import current_user, role
+from studio.api.body import Body
 from studio.models import Role, Run, RunStatus
 from studio.selectors.runs import run_events, run_get, run_list
 from studio.selectors.tree import run_tree
@@ -45,7 +46,7 @@ class RunOut(Schema):
     finished_at: datetime | None
 
 
-class RunIn(Schema):
+class RunIn(Body):
     task_id: int
     pool_id: int
     policy: str | None = Field(
@@ -64,7 +65,7 @@ class RunIn(Schema):
     checkpoint_id: int | None = Field(None, description="the learned policy's checkpoint; default: the default one")
 
 
-class RerunIn(Schema):
+class RerunIn(Body):
     endpoint_id: int
     primitive: str = Field(min_length=1, max_length=50)
 

@@ -8,13 +8,14 @@ from ninja.errors import HttpError
 from ninja.utils import check_csrf
 
 from studio.api.auth import current_user, role
+from studio.api.body import Body
 from studio.models import Role, User
 from studio.services.throttle import client_ip, login_lockout
 
 router = Router(tags=["auth"])
 
 
-class LoginIn(Schema):
+class LoginIn(Body):
     username: str = Field(min_length=1, max_length=150)
     password: str = Field(min_length=1, max_length=1000)
 

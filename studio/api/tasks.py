@@ -7,6 +7,7 @@ from ninja import Field, Router, Schema, Status
 from ninja.pagination import LimitOffsetPagination, paginate
 
 from studio.api.auth import current_user, role
+from studio.api.body import Body
 from studio.models import Domain, Role, Task
 from studio.selectors.runs import task_get, task_list
 from studio.services.tasks import task_create, task_create_composite
@@ -14,7 +15,7 @@ from studio.services.tasks import task_create, task_create_composite
 router = Router(tags=["tasks"], auth=role(Role.VIEWER))
 
 
-class TaskIn(Schema):
+class TaskIn(Body):
     text: str = Field(description="the task; its size limit is ORCHESTRA_MAX_TASK_CHARS")
     gold_answer: str = Field("", max_length=100_000)
     checker: str = Field("", max_length=50, description="how an answer is verified, e.g. numeric")
@@ -45,12 +46,12 @@ def create_task(request: HttpRequest, payload: TaskIn) -> Status:
     return Status(201, task_create(owner=current_user(request), **fields))
 
 
-class ItemRef(Schema):
+class ItemRef(Body):
     source: str = Field(min_length=1, max_length=50)
     item_id: str = Field(min_length=1, max_length=200)
 
 
-class CompositeIn(Schema):
+class CompositeIn(Body):
     items: list[ItemRef] = Field(min_length=1, max_length=32)
     text: str = Field("", description="optional; by default the items' prompts, numbered")
 

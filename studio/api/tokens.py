@@ -6,6 +6,7 @@ from ninja import Field, Router, Schema, Status
 from ninja.pagination import LimitOffsetPagination, paginate
 
 from studio.api.auth import current_user, role
+from studio.api.body import Body
 from studio.models import ApiToken, Role
 from studio.selectors.users import token_list
 from studio.services.tokens import token_create, token_revoke
@@ -13,7 +14,7 @@ from studio.services.tokens import token_create, token_revoke
 router = Router(tags=["tokens"], auth=role(Role.VIEWER))
 
 
-class TokenIn(Schema):
+class TokenIn(Body):
     name: str = Field(min_length=1, max_length=100)
 
 

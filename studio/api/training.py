@@ -9,6 +9,7 @@ from ninja import Field, Router, Schema, Status
 from ninja.pagination import LimitOffsetPagination, paginate
 
 from studio.api.auth import current_user, role
+from studio.api.body import Body
 from studio.models import Checkpoint, CheckpointKind, Role, TrainingJob
 from studio.selectors.training import checkpoint_list, training_job_get, training_job_list
 from studio.services.training import checkpoint_promote, training_job_create
@@ -16,7 +17,7 @@ from studio.services.training import checkpoint_promote, training_job_create
 router = Router(tags=["training"], auth=role(Role.RESEARCHER))
 
 
-class TrainingJobIn(Schema):
+class TrainingJobIn(Body):
     kind: CheckpointKind = CheckpointKind.POLICY
     config: dict[str, Any] = Field(
         default_factory=dict,

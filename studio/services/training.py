@@ -62,7 +62,7 @@ def check_training_config(kind: str, config: dict[str, Any]) -> None:
         or not Checkpoint.objects.filter(pk=replaces, kind=kind).exists()
     ):
         raise Invalid("config.replaces", f"replaces must be the id of a {kind} checkpoint; {replaces!r} is not.")
-    allowed = COMMON_KEYS | KIND_KEYS.get(kind, frozenset())
+    allowed = COMMON_KEYS | KIND_KEYS[CheckpointKind(kind)]
     unknown_keys = sorted(set(config) - allowed)
     if unknown_keys:
         known = ", ".join(sorted(allowed))

@@ -292,6 +292,28 @@ def test_a_chat_completion_the_run_service_refuses_leaves_no_task(
 # Preference pairs and labels
 
 
+@pytest.mark.parametrize(
+    ("method", "path", "body", "key"),
+    [
+        ("POST", "/api/evaluations", {"seeds": 2}, "seeds"),  # a typo of `seed`: not run with seed 0
+        ("POST", "/api/training/jobs", {"kind": "policy", "confg": {}}, "confg"),
+        ("POST", "/api/tasks", {"text": "What is 2 + 2?", "gold": "4"}, "gold"),
+        ("POST", "/api/runs", {"task_id": 1, "budget_usd": 1}, "budget_usd"),
+        ("POST", "/api/tokens", {"name": "ci", "expires": 3}, "expires"),
+        ("POST", "/api/pools", {"name": "p", "descripton": ""}, "descripton"),
+        ("POST", "/api/preferences/pairs", {"run_a_id": 1, "run_b_id": 2, "note": "x"}, "note"),
+    ],
+)
+def test_a_key_the_body_does_not_have_is_a_422_naming_it(
+    admin_token: TokenUser, method: str, path: str, body: dict[str, Any], key: str
+) -> None:
+    with nothing_written():
+        response = send(admin_token, method, path, body)
+        detail = refused(response, 422)
+    assert key in detail and "Extra inputs are not permitted" in detail
+    assert any(error["field"].endswith(key) for error in response.json()["errors"])
+
+
 def test_a_pair_of_runs_of_different_tasks_is_refused(admin_token: TokenUser) -> None:
     run_a = RunFactory(status=RunStatus.SUCCEEDED)
     run_b = RunFactory(status=RunStatus.SUCCEEDED)
