@@ -9,6 +9,7 @@ makes another one the default.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -77,30 +78,29 @@ def check_training_config(kind: str, config: dict[str, Any]) -> None:
         check_policy_config(config)
 
 
+def check_section(config: dict[str, Any], key: str, build: Callable[[Any], object], what: str) -> None:
+    """config[key] (absent: {}) must be an object that `build` (a config's from_mapping) accepts."""
+    section = config.get(key, {})
+    try:
+        if not isinstance(section, dict):
+            raise TypeError("it must be an object")
+        build(section)
+    except (TypeError, ValueError) as exc:
+        raise Invalid(f"config.{key}", f"{what} is not valid: {exc}") from None
+
+
 def check_policy_config(config: dict[str, Any]) -> None:
     """A policy job's `learned` (LearnedConfig's sections), checked here rather than when the job starts."""
     from orchestrator.learning.method import LearnedConfig
 
-    learned = config.get("learned", {})
-    try:
-        if not isinstance(learned, dict):
-            raise TypeError("it must be an object")
-        LearnedConfig.from_mapping(learned)
-    except (TypeError, ValueError) as exc:
-        raise Invalid("config.learned", f"The policy's configuration is not valid: {exc}") from None
+    check_section(config, "learned", LearnedConfig.from_mapping, "The policy's configuration")
 
 
 def check_reward_config(config: dict[str, Any]) -> None:
     """A reward-model job's own options: `rm` (RMConfig's sections) and the studio's pair sources."""
     from orchestrator.train_rm import RMConfig
 
-    rm = config.get("rm", {})
-    try:
-        if not isinstance(rm, dict):
-            raise TypeError("it must be an object")
-        RMConfig.from_mapping(rm)
-    except (TypeError, ValueError) as exc:
-        raise Invalid("config.rm", f"The reward model's configuration is not valid: {exc}") from None
+    check_section(config, "rm", RMConfig.from_mapping, "The reward model's configuration")
     for name in ("preferences", "live_runs"):
         if not isinstance(config.get(name, True), bool):
             raise Invalid(f"config.{name}", f"{name} must be true or false.")
