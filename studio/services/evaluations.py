@@ -22,7 +22,7 @@ from django.utils import timezone
 
 from studio.errors import Invalid, NotFound
 from studio.models import JOB_ACTIVE, Checkpoint, CheckpointKind, EvaluationRun, JobStatus, TrainingJob, User
-from studio.services.training import shipped_outcomes, training_job_fail
+from studio.services.training import check_learned_config, shipped_outcomes, training_job_fail
 
 DEFAULT_OUTCOMES = ("llmrouter.jsonl.gz",)  # an upstream split, every method applies but two
 
@@ -66,17 +66,6 @@ def check_methods(methods: list[str]) -> None:
     unknown = [name for name in methods if name not in known]
     if unknown:
         raise Invalid("methods", f"Unknown methods: {', '.join(unknown)}; choose from {', '.join(known)}.")
-
-
-def check_learned_config(field: str, learned: Any) -> None:
-    from orchestrator.learning.method import LearnedConfig
-
-    try:
-        if not isinstance(learned, dict):
-            raise TypeError("it must be an object")
-        LearnedConfig.from_mapping(learned)
-    except (TypeError, ValueError) as exc:
-        raise Invalid(field, f"The learned policy's configuration is not valid: {exc}") from None
 
 
 def policy_checkpoint(checkpoint_id: int) -> Checkpoint:

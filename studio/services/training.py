@@ -75,32 +75,31 @@ def check_training_config(kind: str, config: dict[str, Any]) -> None:
     if kind == CheckpointKind.REWARD_MODEL:
         check_reward_config(config)
     else:
-        check_policy_config(config)
+        check_learned_config("config.learned", config.get("learned", {}))
 
 
-def check_section(config: dict[str, Any], key: str, build: Callable[[Any], object], what: str) -> None:
-    """config[key] (absent: {}) must be an object that `build` (a config's from_mapping) accepts."""
-    section = config.get(key, {})
+def check_config(field: str, value: Any, build: Callable[[Any], object], what: str) -> None:
+    """`value` must be an object that `build` (a config's from_mapping) accepts; else a 422 on `field`."""
     try:
-        if not isinstance(section, dict):
+        if not isinstance(value, dict):
             raise TypeError("it must be an object")
-        build(section)
+        build(value)
     except (TypeError, ValueError) as exc:
-        raise Invalid(f"config.{key}", f"{what} is not valid: {exc}") from None
+        raise Invalid(field, f"{what} is not valid: {exc}") from None
 
 
-def check_policy_config(config: dict[str, Any]) -> None:
-    """A policy job's `learned` (LearnedConfig's sections), checked here rather than when the job starts."""
+def check_learned_config(field: str, learned: Any) -> None:
+    """The learned policy's config (LearnedConfig's sections), for training jobs and evaluations."""
     from orchestrator.learning.method import LearnedConfig
 
-    check_section(config, "learned", LearnedConfig.from_mapping, "The policy's configuration")
+    check_config(field, learned, LearnedConfig.from_mapping, "The learned policy's configuration")
 
 
 def check_reward_config(config: dict[str, Any]) -> None:
     """A reward-model job's own options: `rm` (RMConfig's sections) and the studio's pair sources."""
     from orchestrator.train_rm import RMConfig
 
-    check_section(config, "rm", RMConfig.from_mapping, "The reward model's configuration")
+    check_config("config.rm", config.get("rm", {}), RMConfig.from_mapping, "The reward model's configuration")
     for name in ("preferences", "live_runs"):
         if not isinstance(config.get(name, True), bool):
             raise Invalid(f"config.{name}", f"{name} must be true or false.")
