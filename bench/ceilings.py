@@ -6,7 +6,12 @@
    test split it takes, per benchmark, the best of:
    - every single pair;
    - every agreement cascade: call 2 or 3 pairs, keep their answer when all agree, else
-     call one more pair and keep its answer (every call is paid).
+     call one more pair and keep its answer (every call is paid);
+   - vote cascades (`vote_options`): call cheap voters one after another, in order of accuracy
+     or of accuracy per dollar, and stop once the leading answer's naive-Bayes posterior
+     (each voter right with its accuracy, wrong answers spread evenly over the other
+     choices) reaches a threshold; after 2 to 5 voters without reaching it, call the
+     fallback pair and keep its answer.
    The choice per benchmark is made *on the test items themselves*, so this is an upper
    bound for that family of routers, not a result. Benchmarks are combined exactly: macro
    accuracy is their mean and cost adds, so a sweep over the price of cost traces the
@@ -15,12 +20,17 @@
    llmrouter test pairs). A plan scorer that sees only the prompt ranks two pairs by an
    estimate of each one's accuracy on that prompt. Printed: the accuracy of several such
    estimates, among them the per-benchmark accuracy *measured on the test items* (the best
-   any benchmark-level estimate can do).
+   any benchmark-level estimate can do). Then, per benchmark, how well the per-item
+   estimates tell apart the items a pair gets right inside one benchmark (ROC AUC; 0.5 is
+   chance): what routing within a benchmark, and so any gain beyond part 1's bound, has
+   to go on.
 3. With --best-of-n, best-of-8 at the same cost as N = 1 (issue 6 asks for +3 points):
    the learned policy is fitted on the train items and samples 8 plans per test item, as
    `orchestrator.evaluate_rm` does; the candidate is chosen at n1's estimated cost
    (`reward.bestofn.select_matched`) by prompt-only estimates, again including the
-   benchmark accuracy measured on the test items.
+   benchmark accuracy measured on the test items. The 8 samples are drawn `--draws` times
+   (10 by default; the first draw is the one `evaluate_rm` makes), and each gain is given
+   as its mean ± sd over the draws: one draw's gain moves by about 0.4 points.
 
 Everything is read from `data/outcomes`; embeddings come from the offline MiniLM cache.
 """
@@ -32,6 +42,7 @@ import itertools
 import sys
 import time
 import warnings
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -46,6 +57,8 @@ DATA = Path(__file__).resolve().parent.parent / "data" / "outcomes"
 BUDGETS = (0.5e-3, 1.0e-3, 1.5e-3, 2.0e-3, 3.0e-3, 5.0e-3)
 
 Option = tuple[float, float, str]  # (USD summed over the benchmark's items, accuracy on it, what it runs)
+CHEAP = 0.2  # a vote cascade's voters cost at most this share of the benchmark's dearest pair
+THRESHOLDS = (0.6, 0.7, 0.8, 0.85, 0.9, 0.93, 0.95, 0.97, 0.98, 0.99, 0.995)  # vote cascades' stopping posteriors
 
 
 def benchmark_options(test: OutcomeTable, rows: np.ndarray) -> list[Option]:
@@ -68,7 +81,76 @@ def benchmark_options(test: OutcomeTable, rows: np.ndarray) -> list[Option]:
                 c = paid + np.where(agree, 0.0, cost[:, fallback])
                 label = f"agree({'+'.join(names[j] for j in group)}) else {names[fallback]}"
                 options.append((float(c.sum()), float(s.mean()), label))
+    return options + vote_options(score, cost, keys, names)
+
+
+def vote_options(score: np.ndarray, cost: np.ndarray, keys: list[list[str | None]], names: list[str]) -> list[Option]:
+    """Vote cascades on one benchmark's items (score, cost [m, p]; keys [m][p] answer keys).
+
+    Each voter counts log(acc / (1 - acc) * (K - 1)) for the answer it gives, K the number
+    of choice letters the benchmark's answers use (each in at least 1% of them); the
+    posterior of the leading answer is its softmax share with the K - (answers seen) others
+    at 0. Accuracies are the voters' own on these items (a bound). A benchmark without
+    choice letters (code) gets none.
+    """
+    m, p = score.shape
+    letters = Counter(k for row in keys for k in row if k is not None and len(k) == 1)
+    choices = sum(1 for count in letters.values() if count >= 0.01 * m * p)
+    if choices < 2:
+        return []
+    accuracy = np.clip(score.mean(axis=0), 0.02, 0.98)
+    weight = np.log(accuracy / (1 - accuracy) * (choices - 1))
+    mean_cost = cost.mean(axis=0)
+    voters = [j for j in range(p) if mean_cost[j] <= CHEAP * mean_cost.max()]
+    orders = {
+        "by accuracy": sorted(voters, key=lambda j: -accuracy[j]),
+        "by accuracy per dollar": sorted(voters, key=lambda j: -(accuracy[j] - 1 / choices) / max(mean_cost[j], 1e-12)),
+    }
+    options: list[Option] = []
+    for how, order in orders.items():
+        for depth in range(2, 6):
+            for threshold in THRESHOLDS:
+                stop, paid, chosen = _vote(score, cost, keys, order[:depth], weight, choices, threshold)
+                for fallback in range(p):
+                    s = np.where(stop, chosen, score[:, fallback])
+                    c = paid + np.where(stop, 0.0, cost[:, fallback])
+                    voted = "+".join(names[j] for j in order[:depth])
+                    label = f"vote({voted}, {how}, p>={threshold}) else {names[fallback]}"
+                    options.append((float(c.sum()), float(s.mean()), label))
     return options
+
+
+def _vote(
+    score: np.ndarray,
+    cost: np.ndarray,
+    keys: list[list[str | None]],
+    order: list[int],
+    weight: np.ndarray,
+    choices: int,
+    threshold: float,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per item: whether the voters stopped, what they cost, and the score of the answer they kept."""
+    m = score.shape[0]
+    stop = np.zeros(m, dtype=bool)
+    paid = np.zeros(m)
+    chosen = np.zeros(m)
+    for i in range(m):
+        tally: dict[str, float] = {}
+        first: dict[str, int] = {}
+        for j in order:
+            paid[i] += cost[i, j]
+            key = keys[i][j]
+            if key is not None:
+                tally[key] = tally.get(key, 0.0) + float(weight[j])
+                first.setdefault(key, j)
+            if tally:
+                logits = np.array([*tally.values(), *([0.0] * max(choices - len(tally), 0))])
+                share = np.exp(logits - logits.max())
+                if share.max() / share.sum() >= threshold:
+                    leader = max(tally, key=lambda k: tally[k])
+                    stop[i], chosen[i] = True, score[i, first[leader]]
+                    break
+    return stop, paid, chosen
 
 
 def routerbench_bound(seed: int) -> None:
@@ -89,7 +171,7 @@ def routerbench_bound(seed: int) -> None:
     g_cost = float(np.nanmean(test.cost[:, gpt4]))
     print(f"RouterBench test split: {n} items, benchmarks {', '.join(groups)}")
     print(f"  GPT-4-1106 alone: macro {g_acc:.4f} at ${g_cost:.2e}/query")
-    print("  upper bound, best single or agreement cascade per benchmark (chosen on the test items):")
+    print("  upper bound, best single pair, agreement or vote cascade per benchmark (chosen on the test items):")
     for budget in BUDGETS:
         print(f"    at ${budget:.1e}/query: macro {hull_value(hull, budget):.4f}")
     print("  its vertices:")
@@ -163,10 +245,35 @@ def pairwise_bound(seed: int) -> None:
     estimate = prior.predict(x_te)
     report("OrchRM's accuracy prior (reward.prior)", estimate)
     report("logit mean of that prior and the policy's per-item feature", logit(estimate) + logit(feature))
+    within_benchmark_auc(test, {"per-item feature": feature, "logistic regression": predicted})
 
 
-def best_of_n_bound(seed: int, n: int = 8, lam: float = 0.05) -> None:
-    """Best-of-n at n1's estimated cost (as `orchestrator.evaluate_rm`), selected by prompt-only estimates."""
+def within_benchmark_auc(test: OutcomeTable, estimates: dict[str, np.ndarray]) -> None:
+    """How well each estimate tells, inside one benchmark, the items a pair gets right: the
+    ROC AUC of estimate[:, j] for pair j's recorded correctness on the test items of the
+    benchmark, averaged over the pairs with both outcomes there (0.5 = no better than chance)."""
+    from sklearn.metrics import roc_auc_score  # type: ignore[import-untyped]
+
+    bench = np.asarray(test.benchmarks)
+    print("\nWithin-benchmark AUC of per-item estimates (mean over pairs; 0.5 = chance):")
+    print(f"  {'benchmark':22s} {'items':>5s}  " + "  ".join(f"{name:>20s}" for name in estimates))
+    for b in sorted(set(test.benchmarks)):
+        rows = np.flatnonzero(bench == b)
+        cells = []
+        for estimate in estimates.values():
+            aucs = []
+            for j in range(test.n_pairs):
+                known = rows[~np.isnan(test.score[rows, j])]
+                y = test.score[known, j] >= 0.5
+                if 0 < y.sum() < len(y):
+                    aucs.append(roc_auc_score(y, estimate[known, j]))
+            cells.append(f"{np.mean(aucs):20.3f}" if aucs else f"{'-':>20s}")
+        print(f"  {b:22s} {len(rows):5d}  " + "  ".join(cells))
+
+
+def best_of_n_bound(seed: int, n: int = 8, lam: float = 0.05, draws: int = 10) -> None:
+    """Best-of-n at n1's estimated cost (as `orchestrator.evaluate_rm`), selected by prompt-only
+    estimates, over `draws` independent draws of the n samples (the first is evaluate_rm's)."""
     from orchestrator.evaluate_rm import sample_candidates
     from orchestrator.learning.dataset import default_embedder, encode
     from orchestrator.learning.method import LearnedMethod
@@ -180,32 +287,47 @@ def best_of_n_bound(seed: int, n: int = 8, lam: float = 0.05) -> None:
     method.fit(train, seed=seed)
     assert method.context is not None
     batch = encode(test, emb_te, method.context, with_outcomes=False)
-    candidates = sample_candidates(method, batch, n=n, lam=lam, seed=seed)
-    keep = np.flatnonzero((candidates >= 0).all(axis=1))
-    test, cand, emb_te = test.rows(keep), candidates[keep], emb_te[keep]
+    draws_of = [sample_candidates(method, batch, n=n, lam=lam, seed=seed + 1000 * k) for k in range(draws)]
+    keep = np.flatnonzero(np.stack([(c >= 0).all(axis=1) for c in draws_of]).all(axis=0))
+    test, emb_te = test.rows(keep), emb_te[keep]
     rows = np.arange(test.n_items)[:, None]
     _, accuracy, cost = pool_estimates(method.context, emb_te, test.domains, exclude_self=False, prior=None)
-    est_cost, feature = cost[rows, cand], logit(accuracy)
+    feature = logit(accuracy)
     on_train = logit(np.clip(group_accuracy(train, train.benchmarks, test.benchmarks), 0.01, 0.99))
     on_test = logit(np.clip(group_accuracy(test, test.benchmarks, test.benchmarks), 0.01, 0.99))
-    distinct = np.mean([len(set(row)) for row in cand.tolist()])
-    print(f"\nBest-of-{n} at λ={lam}, one plan executed at n1's estimated cost: {test.n_items} test items")
-    print(f"  the policy's {n} samples hold {distinct:.2f} distinct pairs per item")
     estimates = {
         "the policy's per-item accuracy feature": feature,
         "benchmark accuracy on train": on_train,
         "benchmark accuracy on TEST (benchmark-level ceiling)": on_test,
         "the per-item feature + benchmark accuracy on TEST": feature + on_test,
     }
-    lines = {name: evaluate_lines(test, cand, estimate[rows, cand], est_cost) for name, estimate in estimates.items()}
-    first = next(iter(lines.values()))  # n1 and the oracle do not depend on the estimate
-    n1, oracle = first["n1"], first["oracle"]
-    print(f"  n1 macro {n1.macro_acc:.4f} at ${n1.cost_per_query:.2e}; oracle pass@{n} {oracle.macro_acc:.4f}")
-    for name, line in lines.items():
-        chosen = line["rm_matched"]
-        gain = 100 * (chosen.macro_acc - n1.macro_acc)
-        ratio = chosen.cost_per_query / n1.cost_per_query
-        print(f"  {name:58s} {chosen.macro_acc:.4f}  {gain:+.2f} points, {ratio:.2f}x n1's dollars")
+    gains: dict[str, list[float]] = {name: [] for name in estimates}
+    ratios: dict[str, list[float]] = {name: [] for name in estimates}
+    n1s, oracles, distinct = [], [], []
+    for candidates in draws_of:
+        cand = candidates[keep]
+        distinct.append(np.mean([len(set(row)) for row in cand.tolist()]))
+        for name, estimate in estimates.items():
+            line = evaluate_lines(test, cand, estimate[rows, cand], cost[rows, cand])
+            n1, chosen = line["n1"], line["rm_matched"]
+            gains[name].append(100 * (chosen.macro_acc - n1.macro_acc))
+            ratios[name].append(chosen.cost_per_query / n1.cost_per_query)
+        n1s.append(n1.macro_acc)
+        oracles.append(line["oracle"].macro_acc)
+    print(f"\nBest-of-{n} at λ={lam}, one plan executed at n1's estimated cost: {test.n_items} test items")
+    print(f"  {draws} draws of the policy's {n} samples (the first is evaluate_rm's); mean ± sd over the draws")
+    print(f"  distinct pairs per item {np.mean(distinct):.2f}; n1 macro {_mean_sd(n1s, 4)}")
+    print(f"  oracle pass@{n} {_mean_sd(oracles, 4)}")
+    for name in estimates:
+        first = gains[name][0]
+        print(
+            f"  {name:58s} {_mean_sd(gains[name], 2)} points (first draw {first:+.2f}),"
+            f" {np.mean(ratios[name]):.2f}x n1's dollars"
+        )
+
+
+def _mean_sd(values: list[float], digits: int) -> str:
+    return f"{np.mean(values):+.{digits}f} ± {np.std(values, ddof=1) if len(values) > 1 else 0.0:.{digits}f}"
 
 
 def main() -> int:
@@ -217,13 +339,14 @@ def main() -> int:
     parser.add_argument(
         "--best-of-n", action="store_true", help="also fit the policy and bound best-of-8 selection (about 5 min more)"
     )
+    parser.add_argument("--draws", type=int, default=10, help="draws of the 8 samples for --best-of-n (default 10)")
     args = parser.parse_args()
     start = time.perf_counter()
     routerbench_bound(args.seed)
     if not args.skip_pairs:
         pairwise_bound(args.seed)
     if args.best_of_n:
-        best_of_n_bound(args.seed)
+        best_of_n_bound(args.seed, draws=max(args.draws, 1))
     print(f"\n({time.perf_counter() - start:.0f} s)")
     return 0
 

@@ -175,6 +175,23 @@ def evaluate_lines(
     return out
 
 
+def mean_lines(draws: list[dict[str, LineResult]]) -> dict[str, LineResult]:
+    """Every figure of each line averaged over draws of the candidates (the same lines in each)."""
+    out = {}
+    for name, first in draws[0].items():
+        lines = [draw[name] for draw in draws]
+        out[name] = LineResult(
+            name=name,
+            macro_acc=float(np.mean([line.macro_acc for line in lines])),
+            cost_per_query=float(np.mean([line.cost_per_query for line in lines])),
+            executed_per_query=float(np.mean([line.executed_per_query for line in lines])),
+            tokens_per_query=float(np.mean([line.tokens_per_query for line in lines])),
+            scoring_tokens=max(line.scoring_tokens for line in lines),
+            per_benchmark={b: float(np.mean([line.per_benchmark[b] for line in lines])) for b in first.per_benchmark},
+        )
+    return out
+
+
 def _majority(test: OutcomeTable, item: int, columns: np.ndarray) -> int:
     """Index (into `columns`) of a candidate giving the most common answer; the earliest on a tie."""
     keys = [answer_key(test.responses[item][int(j)]) for j in columns]

@@ -71,11 +71,26 @@ def test_held_out_pairs_and_every_best_of_n_line_are_reported(run):
     assert "rm_matched − n1:" in text and "rm_at_greedy − greedy:" in text and "scoring tokens 0" in text
 
 
+def test_draws_of_the_candidates_are_averaged_and_the_first_is_the_single_draw(run):
+    _, single, _ = run("--n", "3", "--seeds", "0")
+    _, twice, text = run("--n", "3", "--seeds", "0", "--draws", "2")
+    one, two = single["seeds"][0], twice["seeds"][0]
+    assert twice["draws"] == two["draws"] == 2 and one["draws"] == 1
+    gains = two["draw_gains"]["all"]
+    assert len(gains) == 2 and one["draw_gains"]["all"] == [pytest.approx(gains[0])]  # draw 0 is the single draw
+    lines = two["lines"]["all"]
+    n1, matched = lines["n1"]["macro_acc"], lines["rm_matched"]["macro_acc"]
+    assert 100 * (matched - n1) == pytest.approx(sum(gains) / 2)  # each line is the mean over the draws
+    assert lines["greedy"] == one["lines"]["all"]["greedy"]  # the greedy plan is not drawn
+    assert "rm_matched − n1 over the draws: seed 0" in text
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
         (["--outcomes", "nope.jsonl"], "no such file: nope.jsonl"),
         (["--outcomes", "{file}", "--n", "0"], "--n must be at least 1"),
+        (["--outcomes", "{file}", "--draws", "0"], "--draws must be at least 1"),
         (["--outcomes", "{file}", "--lam", "-1"], "--lam must be non-negative"),
         (["--outcomes", "{file}", "--rm-config", "{bad}"], "train.no_such_knob: not a known option"),
         (["--outcomes", "{file}", "--lam", "nan"], "must be a finite number, not nan"),
