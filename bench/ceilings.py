@@ -321,13 +321,14 @@ def best_of_n_bound(seed: int, n: int = 8, lam: float = 0.05, draws: int = 10) -
     for name in estimates:
         first = gains[name][0]
         print(
-            f"  {name:58s} {_mean_sd(gains[name], 2)} points (first draw {first:+.2f}),"
+            f"  {name:58s} {_mean_sd(gains[name], 2, '+')} points (first draw {first:+.2f}),"
             f" {np.mean(ratios[name]):.2f}x n1's dollars"
         )
 
 
-def _mean_sd(values: list[float], digits: int) -> str:
-    return f"{np.mean(values):+.{digits}f} ± {np.std(values, ddof=1) if len(values) > 1 else 0.0:.{digits}f}"
+def _mean_sd(values: list[float], digits: int, sign: str = "") -> str:
+    """'mean ± sd' (sample sd); sign "+" shows the sign of the mean."""
+    return f"{np.mean(values):{sign}.{digits}f} ± {np.std(values, ddof=1) if len(values) > 1 else 0.0:.{digits}f}"
 
 
 def main() -> int:
