@@ -274,7 +274,7 @@ def within_benchmark_auc(test: OutcomeTable, estimates: dict[str, np.ndarray]) -
 def best_of_n_bound(seed: int, n: int = 8, lam: float = 0.05, draws: int = 10) -> None:
     """Best-of-n at n1's estimated cost (as `orchestrator.evaluate_rm`), selected by prompt-only
     estimates, over `draws` independent draws of the n samples (the first is evaluate_rm's)."""
-    from orchestrator.evaluate_rm import sample_candidates
+    from orchestrator.evaluate_rm import mean_sd, sample_draws
     from orchestrator.learning.dataset import default_embedder, encode
     from orchestrator.learning.method import LearnedMethod
     from orchestrator.reward.bestofn import evaluate_lines
@@ -287,7 +287,7 @@ def best_of_n_bound(seed: int, n: int = 8, lam: float = 0.05, draws: int = 10) -
     method.fit(train, seed=seed)
     assert method.context is not None
     batch = encode(test, emb_te, method.context, with_outcomes=False)
-    draws_of = [sample_candidates(method, batch, n=n, lam=lam, seed=seed + 1000 * k) for k in range(draws)]
+    draws_of = sample_draws(method, batch, n=n, lam=lam, seed=seed, draws=draws)
     keep = np.flatnonzero(np.stack([(c >= 0).all(axis=1) for c in draws_of]).all(axis=0))
     test, emb_te = test.rows(keep), emb_te[keep]
     rows = np.arange(test.n_items)[:, None]
@@ -316,19 +316,14 @@ def best_of_n_bound(seed: int, n: int = 8, lam: float = 0.05, draws: int = 10) -
         oracles.append(line["oracle"].macro_acc)
     print(f"\nBest-of-{n} at λ={lam}, one plan executed at n1's estimated cost: {test.n_items} test items")
     print(f"  {draws} draws of the policy's {n} samples (the first is evaluate_rm's); mean ± sd over the draws")
-    print(f"  distinct pairs per item {np.mean(distinct):.2f}; n1 macro {_mean_sd(n1s, 4)}")
-    print(f"  oracle pass@{n} {_mean_sd(oracles, 4)}")
+    print(f"  distinct pairs per item {np.mean(distinct):.2f}; n1 macro {mean_sd(n1s)}")
+    print(f"  oracle pass@{n} {mean_sd(oracles)}")
     for name in estimates:
         first = gains[name][0]
         print(
-            f"  {name:58s} {_mean_sd(gains[name], 2, '+')} points (first draw {first:+.2f}),"
+            f"  {name:58s} {mean_sd(gains[name], 2, '+')} points (first draw {first:+.2f}),"
             f" {np.mean(ratios[name]):.2f}x n1's dollars"
         )
-
-
-def _mean_sd(values: list[float], digits: int, sign: str = "") -> str:
-    """'mean ± sd' (sample sd); sign "+" shows the sign of the mean."""
-    return f"{np.mean(values):{sign}.{digits}f} ± {np.std(values, ddof=1) if len(values) > 1 else 0.0:.{digits}f}"
 
 
 def main() -> int:
@@ -342,12 +337,14 @@ def main() -> int:
     )
     parser.add_argument("--draws", type=int, default=10, help="draws of the 8 samples for --best-of-n (default 10)")
     args = parser.parse_args()
+    if args.draws < 1:
+        parser.error("--draws must be at least 1")
     start = time.perf_counter()
     routerbench_bound(args.seed)
     if not args.skip_pairs:
         pairwise_bound(args.seed)
     if args.best_of_n:
-        best_of_n_bound(args.seed, draws=max(args.draws, 1))
+        best_of_n_bound(args.seed, draws=args.draws)
     print(f"\n({time.perf_counter() - start:.0f} s)")
     return 0
 

@@ -84,6 +84,14 @@ def sample_candidates(method: LearnedMethod, batch: EpisodeBatch, *, n: int, lam
     return np.stack([first_pairs(episode) for episode in episodes], axis=1)
 
 
+def sample_draws(
+    method: LearnedMethod, batch: EpisodeBatch, *, n: int, lam: float, seed: int, draws: int
+) -> list[np.ndarray]:
+    """`draws` independent `sample_candidates` of n plans; draw k's generator seed is seed + 1000·k,
+    so the first draw is the one a single draw makes."""
+    return [sample_candidates(method, batch, n=n, lam=lam, seed=seed + 1000 * k) for k in range(draws)]
+
+
 def greedy_plans(method: LearnedMethod, batch: EpisodeBatch, *, lam: float) -> np.ndarray:
     """int64 [items]: the first pair of the fitted policy's greedy episode at λ (-1: none), what a
     run without best_of executes."""
@@ -151,8 +159,7 @@ def run_seed(
     policy_s = time.perf_counter() - start
     assert method.context is not None
     batch = encode(test, emb_te, method.context, with_outcomes=False)
-    # draw k's generator seed: the first draw is the one a single draw makes
-    drawn = [sample_candidates(method, batch, n=n, lam=lam, seed=seed + 1000 * k) for k in range(draws)]
+    drawn = sample_draws(method, batch, n=n, lam=lam, seed=seed, draws=draws)
     greedy = greedy_plans(method, batch, lam=lam)
     routable = np.logical_and.reduce([(c >= 0).all(axis=1) for c in drawn]) & (greedy >= 0)
     test_r, greedy = test.rows(np.flatnonzero(routable)), greedy[routable]
@@ -202,9 +209,10 @@ def run_seed(
     }
 
 
-def mean_sd(values: Sequence[float]) -> str:
+def mean_sd(values: Sequence[float], digits: int = 4, sign: str = "") -> str:
+    """'mean ± sd' (sample sd); sign "+" shows the mean's sign."""
     arr = np.asarray(values, dtype=float)
-    return f"{arr.mean():.4f} ± {arr.std(ddof=1) if len(arr) > 1 else 0.0:.4f}"
+    return f"{arr.mean():{sign}.{digits}f} ± {arr.std(ddof=1) if len(arr) > 1 else 0.0:.{digits}f}"
 
 
 def report(results: list[dict[str, Any]], *, n: int, lam: float, draws: int = 1) -> None:
