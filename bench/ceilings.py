@@ -108,13 +108,13 @@ def vote_options(score: np.ndarray, cost: np.ndarray, keys: list[list[str | None
     }
     options: list[Option] = []
     for how, order in orders.items():
-        for depth in range(2, 6):
+        for depth in range(2, min(5, len(order)) + 1):  # fewer voters than depth: the same cascade again
+            voted = "+".join(names[j] for j in order[:depth])
             for threshold in THRESHOLDS:
                 stop, paid, chosen = _vote(score, cost, keys, order[:depth], weight, choices, threshold)
                 for fallback in range(p):
                     s = np.where(stop, chosen, score[:, fallback])
                     c = paid + np.where(stop, 0.0, cost[:, fallback])
-                    voted = "+".join(names[j] for j in order[:depth])
                     label = f"vote({voted}, {how}, p>={threshold}) else {names[fallback]}"
                     options.append((float(c.sum()), float(s.mean()), label))
     return options
@@ -274,7 +274,7 @@ def within_benchmark_auc(test: OutcomeTable, estimates: dict[str, np.ndarray]) -
 def best_of_n_bound(seed: int, n: int = 8, lam: float = 0.05, draws: int = 10) -> None:
     """Best-of-n at n1's estimated cost (as `orchestrator.evaluate_rm`), selected by prompt-only
     estimates, over `draws` independent draws of the n samples (the first is evaluate_rm's)."""
-    from orchestrator.evaluate_rm import mean_sd, sample_draws
+    from orchestrator.evaluate_rm import mean_sd, sample_draws, sampled_in_every_draw
     from orchestrator.learning.dataset import default_embedder, encode
     from orchestrator.learning.method import LearnedMethod
     from orchestrator.reward.bestofn import evaluate_lines
@@ -288,7 +288,7 @@ def best_of_n_bound(seed: int, n: int = 8, lam: float = 0.05, draws: int = 10) -
     assert method.context is not None
     batch = encode(test, emb_te, method.context, with_outcomes=False)
     draws_of = sample_draws(method, batch, n=n, lam=lam, seed=seed, draws=draws)
-    keep = np.flatnonzero(np.stack([(c >= 0).all(axis=1) for c in draws_of]).all(axis=0))
+    keep = np.flatnonzero(sampled_in_every_draw(draws_of))
     test, emb_te = test.rows(keep), emb_te[keep]
     rows = np.arange(test.n_items)[:, None]
     _, accuracy, cost = pool_estimates(method.context, emb_te, test.domains, exclude_self=False, prior=None)

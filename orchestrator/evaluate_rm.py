@@ -92,6 +92,12 @@ def sample_draws(
     return [sample_candidates(method, batch, n=n, lam=lam, seed=seed + 1000 * k) for k in range(draws)]
 
 
+def sampled_in_every_draw(drawn: Sequence[np.ndarray]) -> np.ndarray:
+    """bool [items]: every draw sampled a pair for each of the item's n plans (-1: none)."""
+    out: np.ndarray = np.logical_and.reduce([(c >= 0).all(axis=1) for c in drawn])
+    return out
+
+
 def greedy_plans(method: LearnedMethod, batch: EpisodeBatch, *, lam: float) -> np.ndarray:
     """int64 [items]: the first pair of the fitted policy's greedy episode at λ (-1: none), what a
     run without best_of executes."""
@@ -161,7 +167,7 @@ def run_seed(
     batch = encode(test, emb_te, method.context, with_outcomes=False)
     drawn = sample_draws(method, batch, n=n, lam=lam, seed=seed, draws=draws)
     greedy = greedy_plans(method, batch, lam=lam)
-    routable = np.logical_and.reduce([(c >= 0).all(axis=1) for c in drawn]) & (greedy >= 0)
+    routable = sampled_in_every_draw(drawn) & (greedy >= 0)
     test_r, greedy = test.rows(np.flatnonzero(routable)), greedy[routable]
     rows = np.arange(test_r.n_items)[:, None]
     reward_all = reward_matrix(net, task_te[routable], plans_te[routable], lam)  # [items, p]
