@@ -15,7 +15,7 @@ help:
 	@echo "make lint / typecheck / frontend-test / pytest   one part of make test"
 	@echo "make frontend   build the browser studio (frontend/dist) when its sources changed"
 	@echo "make api-types  regenerate frontend/src/api/openapi.json and schema.d.ts after an API change"
-	@echo "make reliability  the long hardening benches: crashes, restarts, provider faults, fuzzing, load (~6 min)"
+	@echo "make reliability  the long hardening benches: crashes, restarts, provider faults, fuzzing, load, soak (~45 min)"
 
 $(STAMP):
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -73,7 +73,7 @@ pytest: $(STAMP) frontend chromium
 
 # The long hardening suites (issue 8); each prints its figures and goals. Their fast
 # counterparts (tests/hardening/) run in make test.
-RELIABILITY := bench/crash.py bench/restarts.py bench/faults.py bench/fuzz_api.py bench/load.py
+RELIABILITY := bench/crash.py bench/restarts.py bench/faults.py bench/fuzz_api.py bench/load.py bench/soak.py
 
 reliability: $(STAMP)
 	@set -e; for bench in $(RELIABILITY); do echo "== $$bench"; $(BIN)/python $$bench; done

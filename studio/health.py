@@ -4,25 +4,49 @@ from __future__ import annotations
 
 from typing import Any
 
+import psycopg
 import redis
 from django.conf import settings
 from django.db import connection
+from psycopg_pool import PoolTimeout
 
+from studio.unavailable import first_line
 from workers.celery import app as celery_app
+
+DATABASE_WAIT_S = 2.0
 
 
 def _failure(exc: BaseException) -> dict[str, Any]:
-    first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-    return {"ok": False, "error": f"{type(exc).__name__}: {first_line}"[:300]}
+    return {"ok": False, "error": first_line(exc)}
 
 
-def check_database() -> dict[str, Any]:
+def check_database(wait_s: float = DATABASE_WAIT_S) -> dict[str, Any]:
+    """`SELECT 1` on a connection of this process's pool, waiting at most `wait_s` for one.
+    When none comes, a connection of its own asks the server why (for example "sorry, too
+    many clients already"): the pool would only say that it waited."""
+    pool = getattr(connection, "pool", None)  # studio.db's; None with DATABASE_POOL=false
     try:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT 1")
+        if pool is None:
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT 1")
+        else:
+            pool.open()
+            with pool.connection(timeout=wait_s) as pooled:
+                pooled.execute("SELECT 1")
         return {"ok": True}
+    except PoolTimeout as exc:
+        return _failure(_refusal() or exc)
     except Exception as exc:  # any failure means "not reachable"
         return _failure(exc)
+
+
+def _refusal() -> Exception | None:
+    """The server's answer to a new connection, if it refuses one."""
+    try:
+        psycopg.connect(**connection.get_connection_params(), connect_timeout=2).close()
+    except Exception as exc:
+        return exc
+    return None
 
 
 def check_redis() -> dict[str, Any]:

@@ -7,7 +7,9 @@
 
 Authentication is the API bearer token only (no session, no CSRF). Errors have OpenAI's
 shape, `{"error": {"message", "type", "param", "code"}}`. The views are async: a waiting
-request holds no server thread, it polls the run's row every POLL_S seconds.
+request holds no server thread, it polls the run's row every POLL_S seconds, and no database
+connection between polls. A database that cannot be reached is a 503 (code
+`database_unavailable`), with the run's id once the run exists.
 """
 
 from __future__ import annotations
@@ -30,12 +32,14 @@ from django.views.decorators.csrf import csrf_exempt
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from orchestrator.policies import policy_names
+from studio.db import connection_release
 from studio.errors import ApplicationError
 from studio.models import ModelPool, Run, RunStatus, User
 from studio.services.runs import PRESETS, run_create
 from studio.services.tasks import task_create
 from studio.services.tokens import token_user
 from studio.storable import UnstorableText, check_storable
+from studio.unavailable import DATABASE_ERRORS, MESSAGE, RETRY_AFTER_S, log_unavailable
 
 MODEL = "orchestra"
 RUN_HEADER = "x-orchestra-run-id"
@@ -93,6 +97,8 @@ def error_body(exc: ApplicationError) -> dict[str, Any]:
 
 def error_response(exc: ApplicationError) -> JsonResponse:
     response = JsonResponse(error_body(exc), status=exc.status)
+    if exc.status == 503:
+        response["Retry-After"] = str(RETRY_AFTER_S)
     if isinstance(exc, OpenAIError) and exc.run_id is not None:
         response[RUN_HEADER] = str(exc.run_id)
         # OpenAI's clients retry a 5xx unless told not to; a retry would start another run.
@@ -106,6 +112,11 @@ def run_ended_badly(run: Run) -> OpenAIError:
         502, f"Run {run.pk} {run.status}: {reason}", type="orchestra_run_failed", code=f"run_{run.status}",
         run_id=run.pk, run_status=run.status, end_reason=run.end_reason,
     )  # fmt: skip
+
+
+def database_unavailable(exc: BaseException, run_id: int | None = None) -> OpenAIError:
+    log_unavailable("/v1", exc)
+    return OpenAIError(503, MESSAGE, type="service_unavailable", code="database_unavailable", run_id=run_id)
 
 
 def run_timed_out(run_id: int, limit_s: float) -> OpenAIError:
@@ -149,6 +160,8 @@ def openai_view(method: str) -> Callable[[View], View]:
                     raise OpenAIError(405, f"Use {method} for {request.path}.", code="method_not_allowed")
                 user = await authenticate(request)
                 return await handler(request, user, **kwargs)
+            except DATABASE_ERRORS as exc:
+                return error_response(database_unavailable(exc))
             except ApplicationError as exc:
                 response = error_response(exc)
                 if exc.status == 405:
@@ -300,12 +313,25 @@ def chat_submit(*, user: User, chat: ChatIn, policy: str | None, text: str) -> R
     )  # fmt: skip
 
 
+def run_if_ended(run_id: int) -> Run | None:
+    """The run if it has ended. The connection goes back at once (to the process's pool): a
+    run may take minutes, and every waiting request would otherwise hold one all along."""
+    try:
+        return Run.objects.filter(pk=run_id, status__in=ENDED).first()
+    finally:
+        connection_release()
+
+
 async def run_wait(run_id: int, limit_s: float) -> Run | None:
-    """The run once it has ended, or None if it is still going after `limit_s`."""
+    """The run once it has ended, or None if it is still going after `limit_s`. A database
+    that cannot be reached is an OpenAIError (503) naming the run."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + limit_s
     while True:
-        run = await Run.objects.filter(pk=run_id, status__in=ENDED).afirst()
+        try:
+            run = await sync_to_async(run_if_ended)(run_id)
+        except DATABASE_ERRORS as exc:
+            raise database_unavailable(exc, run_id) from None
         if run is not None or loop.time() >= deadline:
             return run
         await asyncio.sleep(min(POLL_S, max(deadline - loop.time(), 0)))
@@ -366,7 +392,11 @@ async def stream_events(run: Run, reply: Completion, limit_s: float, include_usa
         if left <= 0:
             yield sse(error_body(run_timed_out(run.pk, limit_s)))
             return
-        ended = await run_wait(run.pk, min(left, KEEPALIVE_S))
+        try:
+            ended = await run_wait(run.pk, min(left, KEEPALIVE_S))
+        except OpenAIError as exc:
+            yield sse(error_body(exc))
+            return
         if ended is None:
             yield f": run {run.pk} is still going\n\n"
     if ended.status != RunStatus.SUCCEEDED:

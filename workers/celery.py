@@ -86,8 +86,9 @@ def preload(**kwargs: Any) -> None:
 @signals.task_prerun.connect
 @signals.task_postrun.connect
 def drop_stale_connections(**kwargs: Any) -> None:
-    """Connections are reused across tasks (CELERY_DB_REUSE_MAX); close the ones that broke
-    or outlived CONN_MAX_AGE, as Django does around each request."""
+    """Around each task, as Django does around each request: the connection goes back to the
+    process's pool (CONN_MAX_AGE is 0), or is closed without the pool. Celery's own hooks do
+    so only every CELERY_DB_REUSE_MAX tasks."""
     from django.db import close_old_connections
 
     close_old_connections()

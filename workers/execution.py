@@ -16,9 +16,10 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
-from django.db import InterfaceError, OperationalError, close_old_connections, connection
+from django.db import InterfaceError, OperationalError, connection
 
 from orchestrator.envelope import Envelope
+from studio.db import connection_release
 from studio.services.attempts import AttemptWork, attempts_finish, attempts_start
 from workers import replay
 from workers.llm import EndpointConfig, LLMClient
@@ -93,13 +94,13 @@ def _execute_safely(work: AttemptWork) -> Envelope:
 
 
 def _execute_in_thread(work: AttemptWork) -> Envelope:
-    """On a pool thread: a replay lookup may use this thread's own connection (Celery's
-    task hooks tend only the main thread's), so drop it first if it broke or aged out."""
+    """On a pool thread: a replay lookup may take a connection of this process's pool (Celery's
+    task hooks tend only the main thread's); hand it back when the call ends, so that idle
+    threads hold none."""
     try:
-        close_old_connections()
-    except Exception:  # the call itself may not need the database; if it does, it fails there
-        log.warning("could not check this thread's database connection", exc_info=True)
-    return _execute_safely(work)
+        return _execute_safely(work)
+    finally:
+        connection_release()
 
 
 def _waits(work: AttemptWork) -> bool:

@@ -10,6 +10,7 @@ from typing import Any
 from celery import Task, signals
 from django.db import InterfaceError, OperationalError
 
+from studio.db import connection_release
 from workers.celery import app
 
 log = logging.getLogger(__name__)
@@ -112,6 +113,8 @@ def fail_lost_job(
             evaluation_fail(evaluation_id=int(args[0]), message=message)
     except Exception:  # the database may be away too: the row then stays as it was
         log.warning("could not record the end of %s%s", name, tuple(args), exc_info=True)
+    finally:
+        connection_release()  # the worker's parent, outside any task: no task hook does it
 
 
 @signals.worker_ready.connect
@@ -127,6 +130,8 @@ def fail_orphaned_jobs(sender: Any = None, **_: Any) -> None:
             log.warning("%s: %d job(s) it was running when it last stopped are marked failed", worker, count)
     except Exception:  # the database may not be up yet: the rows then stay as they were
         log.warning("could not look for the jobs %s left running", worker, exc_info=True)
+    finally:
+        connection_release()  # the worker's parent, outside any task: no task hook does it
 
 
 @app.task(bind=True, name="workers.train", time_limit=3 * 3600, soft_time_limit=3 * 3600 - 60)

@@ -3,13 +3,14 @@
 from typing import Any
 
 from django.core.exceptions import RequestDataTooBig
-from django.db import DataError
+from django.db import DataError, InterfaceError, OperationalError
 from django.http import Http404, HttpRequest, HttpResponse
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 
 from studio.errors import ApplicationError
 from studio.storable import UnstorableText
+from studio.unavailable import database_unavailable
 
 
 def _field(loc: list[Any] | tuple[Any, ...]) -> str:
@@ -72,6 +73,12 @@ def install(api: NinjaAPI) -> None:
         # A value that passed validation but not PostgreSQL (e.g. a paging offset past bigint,
         # NUL in a query parameter). The service's transaction has rolled back; nothing is written.
         return api.create_response(request, {"detail": data_error_detail(exc)}, status=422)
+
+    @api.exception_handler(OperationalError)
+    @api.exception_handler(InterfaceError)
+    def database_down(request: HttpRequest, exc: Exception) -> HttpResponse:
+        # Not 500: the database refused or dropped the connection, or the pool had none free.
+        return database_unavailable(request, exc)
 
     @api.exception_handler(Http404)
     def not_found(request: HttpRequest, exc: Http404) -> HttpResponse:

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
 
 from studio.settings.env import (
     BASE_DIR,
@@ -43,6 +44,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "studio.unavailable.DatabaseUnavailableMiddleware",
 ]
 
 ROOT_URLCONF = "studio.urls"
@@ -94,17 +96,40 @@ STORAGES = {
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("ORCHESTRA_MAX_BODY_BYTES", 2 * 1024 * 1024)
 
 
+def database_pool() -> dict[str, Any] | None:
+    """psycopg's pool options (DATABASE_POOL_*), or None with DATABASE_POOL=false. Each process
+    (the web server, every Celery worker process) holds at most max_size connections, however
+    many requests or threads it serves; a request that finds them all busy waits up to
+    `timeout` seconds, then gets a 503."""
+    if not env_bool("DATABASE_POOL", True):
+        return None
+    min_size = env_int("DATABASE_POOL_MIN_SIZE", 1)
+    max_size = env_int("DATABASE_POOL_MAX_SIZE", 8)
+    timeout = env_int("DATABASE_POOL_TIMEOUT", 10)
+    if not 0 <= min_size <= max_size or max_size < 1 or timeout < 1:
+        raise ImproperlyConfigured(
+            f"DATABASE_POOL_MIN_SIZE={min_size}, DATABASE_POOL_MAX_SIZE={max_size}, DATABASE_POOL_TIMEOUT={timeout}: "
+            "need 0 <= min <= max, max >= 1 and a timeout of at least 1 second."
+        )
+    return {"min_size": min_size, "max_size": max_size, "timeout": float(timeout)}
+
+
 def database_settings(url: str | None) -> dict[str, Any]:
+    """PostgreSQL through `studio.db` (Django's backend with a pool per process). No persistent
+    connections: under ASGI each request runs in a thread of its own, and a connection kept
+    there outlives the thread, never reused nor closed. With the pool, closing a connection
+    hands it back; with DATABASE_POOL=false (an external pooler such as PgBouncer), each
+    request or task opens its own and closes it at the end."""
     if url is None:
         # No database configured yet (e.g. `manage.py up` before it starts one);
         # any query fails with Django's "DATABASES is improperly configured".
         return {"default": {"ENGINE": "django.db.backends.dummy"}}
-    pool = env_bool("DATABASE_POOL", False)
-    config: dict[str, Any] = dict(
-        dj_database_url.parse(url, conn_max_age=0 if pool else 60, conn_health_checks=not pool)
-    )
-    if pool:
-        config.setdefault("OPTIONS", {})["pool"] = True
+    config: dict[str, Any] = dict(dj_database_url.parse(url, conn_max_age=0, conn_health_checks=True))
+    if config["ENGINE"] == "django.db.backends.postgresql":
+        config["ENGINE"] = "studio.db"
+    pool = database_pool()
+    if pool is not None:
+        config.setdefault("OPTIONS", {})["pool"] = pool
     return {"default": config}
 
 
@@ -160,6 +185,7 @@ ORCHESTRA_RECOVERY_INTERVAL_S = env_int("ORCHESTRA_RECOVERY_INTERVAL_S", 30)
 ORCHESTRA_WORKER_SILENT_S = env_int("ORCHESTRA_WORKER_SILENT_S", 120)
 # Celery's Django fixup closes database connections around every task unless told to reuse
 # them; a new PostgreSQL session per task cost about a third of the throughput (bench/throughput.py).
+# With the pool, a prefork process's fixup also closes its whole pool each time it does so.
 CELERY_DB_REUSE_MAX = env_int("CELERY_DB_REUSE_MAX", 1000)
 
 # Provider API keys are encrypted at rest with these Fernet keys (comma-separated;

@@ -14,9 +14,11 @@ env_required("DATABASE_URL", _HINT)
 env_required("REDIS_URL", _HINT)
 assert DATABASE_URL is not None and REDIS_URL is not None
 
-# Close connections after each use, so threads (asgiref, Celery's test worker) never
-# hold one open when pytest-django drops the test database.
-DATABASES["default"]["CONN_MAX_AGE"] = 0  # noqa: F405
+# No pool in the test process: pytest-django drops the test database at the end, which an
+# idle pooled connection would hold open. Connections close after each use (CONN_MAX_AGE 0),
+# so threads (asgiref, Celery's test worker) never hold one either. The pooled settings are
+# tested in processes of their own (tests/integration/test_connection_bound.py).
+DATABASES["default"].get("OPTIONS", {}).pop("pool", None)  # noqa: F405
 
 DEBUG = False
 SECRET_KEY = "test-only-not-a-secret"  # noqa: S105 - test settings, never deployed

@@ -83,6 +83,8 @@ def test_up_serves_stops_and_keeps_data(tmp_path: Path) -> None:
     try:
         password = first.wait_for(r"with password '([^']+)'").group(1)
         first.wait_for(r"Orchestra Studio is up at")
+        # The web server and the worker's two processes (--concurrency 1), 8 connections each.
+        first.wait_for(r"Database connections: at most 8 per process, 24 for these 3 processes \(the server allows")
         health = json.loads(urllib.request.urlopen(f"{base}/api/health").read())
         assert health["status"] == "ok"
         assert health["db"]["ok"] and health["redis"]["ok"] and health["worker"]["ok"]

@@ -24,14 +24,35 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+import psycopg
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from studio import embedded
+from studio.settings.base import database_pool
 from studio.settings.env import SERVICES_FILE
 from studio.supervisor import Child, first_exited, spawn, stop_all
 
 HEALTH_TIMEOUT_S = 90
+
+
+def connection_budget(database_url: str, processes: int) -> str:
+    """A line on the PostgreSQL connections the studio's processes may hold at most (the web
+    server, the worker's parent and its pool processes), next to what the server allows."""
+    pool = database_pool()
+    if pool is None:
+        return "Database connections: no pool (DATABASE_POOL=false); each request and task opens its own."
+    bound = pool["max_size"] * processes
+    line = f"Database connections: at most {pool['max_size']} per process, {bound} for these {processes} processes"
+    try:
+        with psycopg.connect(database_url, connect_timeout=5) as conn:
+            allowed = int(conn.execute("SHOW max_connections").fetchone()[0])  # type: ignore[index]
+            allowed -= int(conn.execute("SHOW superuser_reserved_connections").fetchone()[0])  # type: ignore[index]
+    except (psycopg.Error, ValueError, TypeError):
+        return line + "."
+    if bound > allowed:
+        return line + f". WARNING: the server allows only {allowed}; lower DATABASE_POOL_MAX_SIZE or --concurrency."
+    return line + f" (the server allows {allowed})."
 
 
 class Stop(Exception):
@@ -102,6 +123,7 @@ class Command(BaseCommand):
             manage = str(Path(settings.BASE_DIR) / "manage.py")
             self._run_step([sys.executable, manage, "migrate", "--noinput", "-v", "0"], env)
             self._run_step([sys.executable, manage, "bootstrap"], env)
+            self.stdout.write(connection_budget(env.get("DATABASE_URL", ""), processes=2 + options["concurrency"]))
             children = self._start_children(env, host, port, options["concurrency"])
             url = f"http://{host}:{port}/"
             self._wait_healthy(children, f"{url}api/health")
@@ -153,7 +175,7 @@ class Command(BaseCommand):
                 "--lifespan",
                 "off",
             ],
-            env,
+            {**env, "ORCHESTRA_PROCESS": "web"},
             settings.BASE_DIR,
         )
         worker = spawn(
@@ -163,7 +185,7 @@ class Command(BaseCommand):
                 "-Q", "orchestrator,workers,training", "--concurrency", str(concurrency),
                 "--loglevel", "INFO", "-n", "orchestra@%h",
             ],
-            env,
+            {**env, "ORCHESTRA_PROCESS": "worker"},
             settings.BASE_DIR,
         )  # fmt: skip
         # The web server stops first, so no new work is queued while the worker drains.
