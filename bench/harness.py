@@ -394,6 +394,7 @@ def free_port() -> int:
 
 
 def start_server(bench: BenchEnvironment, port: int) -> subprocess.Popen[bytes]:
+    (DATA_DIR / "logs").mkdir(parents=True, exist_ok=True)
     log = (DATA_DIR / "logs" / "uvicorn.log").open("ab")
     command = [
         sys.executable, "-m", "uvicorn", "studio.asgi:application", "--host", "127.0.0.1",
