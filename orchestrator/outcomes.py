@@ -2,7 +2,7 @@
 
 Every source (RouterBench, LLMRouter, RouteLLM, RouterArena, BBH, Reflexion,
 Program-of-Thoughts) is converted into JSON Lines, gzip-compressed, with these fields
-(DESIGN.md, "Recorded outcomes"). The evaluation reads these files directly; the
+(docs/workers.md, "Recorded outcomes"). The evaluation reads these files directly; the
 studio loads them into Postgres with `manage.py import_outcomes`.
 """
 

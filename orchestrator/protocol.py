@@ -5,9 +5,10 @@ budget left, and the admissible pairs as feature vectors) and returns one `Actio
 The engine validates every action with `check_action`; a malformed one, or one naming a
 pair that is not admissible, is a counted protocol violation and is never executed.
 
-Actions, beyond DESIGN.md's five: `Plan(node, pair)` asks the planner (itself a model
-call, run by a worker like any attempt) for a subtask DAG, which a later
-`Decompose` applies; `Wait()` ends the policy's turn while attempts are in flight.
+Actions, beyond the first five (Solve, Decompose, Aggregate, Repair, Finish):
+`Plan(node, pair)` asks the planner (itself a model call, run by a worker like any
+attempt) for a subtask DAG, which a later `Decompose` applies; `Wait()` ends the policy's
+turn while attempts are in flight.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ class AttemptView:
     status: str  # queued | running | ok | error | timeout
     error_kind: str | None = None
     cost_usd: float = 0.0
+    output: str | None = None  # what the pair answered (an ok attempt's output)
 
 
 @dataclass(frozen=True)
@@ -64,6 +66,8 @@ class NodeView:
     plan: tuple[SubtaskSpec, ...] | None = None  # a plan the planner returned for this node
     plan_failed: bool = False  # the planner could not produce a valid plan
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    domain: str = ""  # the node's own (a recorded part's), else the task's; "" when unknown
+    benchmark: str = ""
 
     @property
     def last_attempt(self) -> AttemptView | None:
@@ -94,6 +98,8 @@ class Observation:
     cost_preference: float | None = None
     task_metadata: Mapping[str, Any] = field(default_factory=dict)
     best_of: int = 1  # candidate root plans a reward model chooses among (1: no best-of-N)
+    domain: str = ""  # the task's domain (orchestrator.outcomes.DOMAINS), "" when unknown
+    benchmark: str = ""  # the task's benchmark, "" when none
 
     def node(self, key: str) -> NodeView | None:
         return next((node for node in self.nodes if node.key == key), None)

@@ -3,8 +3,9 @@
     python -m orchestrator.train_policy --outcomes data/outcomes/*.jsonl.gz --out .data/policy.pt [--seed 0]
 
 Every item of the given files is a training item. The checkpoint holds the network, its
-config, the training config, the metrics and the pool's calibration statistics (so the
-runtime policy can score the pairs it was trained on; an unknown pair gets the pool mean).
+config, the training config, the metrics and the pool's whole calibration (`context`: the
+calibration items' vectors and outcomes and the fitted predictor, so the runtime policy
+computes an item's pair features as the evaluation does; an unknown pair gets the pool mean).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import torch
 from tqdm import tqdm
 
 from orchestrator import cli
+from orchestrator.learning.context_io import context_payload
 from orchestrator.learning.dataset import PoolContext, encode, make_context
 from orchestrator.learning.method import LearnedConfig, fit_policy
 from orchestrator.learning.model import PolicyNet, save_checkpoint
@@ -121,6 +123,7 @@ def train(
             "metrics": metrics,
             "train": {**config.to_dict(), "seed": seed, "outcomes": [str(p) for p in paths]},
             "pool": pool_payload(context, table.pairs),
+            "context": context_payload(context),
         },
     )
     return metrics

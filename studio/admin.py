@@ -1,7 +1,9 @@
 """Django admin for pools, endpoints, primitives and admissibility (and a view of the rest).
 
 Provider keys are write-only here: the form takes a new key, encrypts it, and never
-renders the stored one back.
+renders the stored one back. Endpoints are written through the pool services
+(`studio.services.pools`), with the API's checks; a pool's page lists its endpoints and links
+to them, it does not edit them.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from django.http import HttpRequest, HttpResponse
 from django.utils.decorators import method_decorator
 from django.views.decorators.debug import sensitive_post_parameters
 
-from studio.crypto import encrypt_secret
+from studio.errors import ApplicationError
 from studio.models import (
     Admissibility,
     ApiToken,
@@ -29,6 +31,13 @@ from studio.models import (
     Task,
     TrainingJob,
     User,
+)
+from studio.services.pools import (
+    ENDPOINT_FIELDS,
+    check_api_base,
+    check_model_string,
+    endpoint_create,
+    endpoint_update,
 )
 
 
@@ -47,6 +56,14 @@ class EndpointForm(forms.ModelForm):
         stored = self.instance.pk is not None and self.instance.has_api_key
         state = "A key is stored." if stored else "No key is stored."
         self.fields["api_key"].help_text = f"{state} Write-only: leave empty to keep it; it is never shown."
+        if self.instance.pk is not None:
+            self.fields["pool"].disabled = True  # an endpoint stays in its pool (its runs name it)
+
+    def clean_model(self) -> str:
+        return _checked(check_model_string, self.cleaned_data["model"])
+
+    def clean_api_base(self) -> str:
+        return _checked(check_api_base, self.cleaned_data["api_base"])
 
     class Meta:
         model = ModelEndpoint
@@ -63,6 +80,15 @@ class EndpointForm(forms.ModelForm):
         ]
 
 
+def _checked(check: Any, value: str) -> str:
+    """`value` if the service's `check` takes it; else the check's sentence as the field's error."""
+    try:
+        check(value)
+    except ApplicationError as error:
+        raise forms.ValidationError(error.message) from None
+    return value
+
+
 class AdmissibilityInline(admin.TabularInline):
     model = Admissibility
     extra = 0
@@ -70,10 +96,17 @@ class AdmissibilityInline(admin.TabularInline):
 
 
 class EndpointInline(admin.TabularInline):
+    """The pool's endpoints, read only: each is added and edited on its own page (the services' checks)."""
+
     model = ModelEndpoint
     extra = 0
-    fields = ["name", "model", "enabled", "input_cost_per_mtok", "output_cost_per_mtok"]
+    fields = ("name", "model", "enabled", "input_cost_per_mtok", "output_cost_per_mtok")
+    readonly_fields = fields
     show_change_link = True
+    can_delete = False
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
 
 
 @admin.register(ModelPool)
@@ -122,11 +155,17 @@ class ModelEndpointAdmin(admin.ModelAdmin):
         return super().changeform_view(request, object_id, form_url, extra_context)
 
     def save_model(self, request: HttpRequest, obj: ModelEndpoint, form: forms.Form, change: bool) -> None:
-        if form.cleaned_data.get("clear_api_key"):
-            obj.api_key_encrypted = ""
-        if form.cleaned_data.get("api_key"):
-            obj.api_key_encrypted = encrypt_secret(form.cleaned_data["api_key"])
-        super().save_model(request, obj, form, change)
+        """Through endpoint_create / endpoint_update, as the API writes; the form checked their rules."""
+        data = form.cleaned_data
+        fields = {name: data[name] for name in ENDPOINT_FIELDS if name in data}
+        api_key = data.get("api_key") or None
+        if change:
+            saved = endpoint_update(
+                endpoint_id=obj.pk, changes=fields, api_key=api_key, clear_api_key=bool(data.get("clear_api_key"))
+            )
+        else:
+            saved = endpoint_create(pool_id=data["pool"].pk, api_key=api_key, **fields)
+        obj.pk, obj.api_key_encrypted = saved.pk, saved.api_key_encrypted
 
 
 @admin.register(Primitive)

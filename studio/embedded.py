@@ -13,6 +13,7 @@ only for the variables that are unset), then stops them and exits with its statu
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 import subprocess
@@ -48,12 +49,36 @@ def _quiet_platformdirs() -> None:
     warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
 
 
+def _forget_dead_handles(directory: Path) -> None:
+    """pgserver stops its server when the last process that holds it lets go, by a list of pids
+    in the data folder. A process killed with SIGKILL never takes itself off the list, so the
+    server would outlive every later holder (a `make up` stopped with Ctrl-C left it running):
+    drop the pids of processes that are gone, under pgserver's own lock."""
+    import psutil
+    from pgserver.postgres_server import PostgresServer
+
+    path = directory / ".handle_pids.json"
+    with PostgresServer._lock:
+        try:
+            pids = json.loads(path.read_text())
+        except (FileNotFoundError, ValueError):
+            return
+        alive = [pid for pid in pids if isinstance(pid, int) and psutil.pid_exists(pid)]
+        if alive != pids:
+            log.info(
+                "embedded PostgreSQL: forgetting handles of processes that are gone: %s", sorted(set(pids) - set(alive))
+            )
+            path.write_text(json.dumps(alive))
+
+
 def start_postgres(directory: Path) -> tuple[Any, str]:
     """Start (or attach to) PostgreSQL whose data lives in `directory`; return it and its URL."""
     _quiet_platformdirs()
     import pgserver
 
     directory.parent.mkdir(parents=True, exist_ok=True)
+    if directory.exists():
+        _forget_dead_handles(directory)
     server = pgserver.get_server(directory, cleanup_mode="stop")
     socket_dir = server.get_postmaster_info().socket_dir
     url = f"postgresql://postgres@{quote(str(socket_dir), safe='')}/postgres"

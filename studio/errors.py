@@ -28,6 +28,12 @@ class Conflict(ApplicationError):
     status = 409
 
 
+class ServerError(ApplicationError):
+    """The server cannot do it through no fault of the request (logged where it is raised)."""
+
+    status = 500
+
+
 class Invalid(ApplicationError):
     """Input that parses but breaks a rule; `extra["field"]` names the field."""
 

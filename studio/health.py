@@ -10,8 +10,8 @@ from django.conf import settings
 from django.db import connection
 from psycopg_pool import PoolTimeout
 
+from studio.queues import app as celery_app
 from studio.unavailable import first_line
-from workers.celery import app as celery_app
 
 DATABASE_WAIT_S = 2.0
 

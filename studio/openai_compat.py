@@ -34,7 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from orchestrator.policies import policy_names
 from studio.db import connection_release
 from studio.errors import ApplicationError
-from studio.models import ModelPool, Run, RunStatus, User
+from studio.models import RUN_ENDED, ModelPool, Run, RunStatus, User
 from studio.services.runs import PRESETS, run_create
 from studio.services.tasks import task_create
 from studio.services.tokens import token_user
@@ -43,7 +43,6 @@ from studio.unavailable import DATABASE_ERRORS, MESSAGE, RETRY_AFTER_S, log_unav
 
 MODEL = "orchestra"
 RUN_HEADER = "x-orchestra-run-id"
-ENDED = [RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.CANCELLED]
 POLL_S = 0.05
 # A run given deadline_s ends itself just after it; wait a little longer to report how it ended.
 DEADLINE_GRACE_S = 5
@@ -317,7 +316,7 @@ def run_if_ended(run_id: int) -> Run | None:
     """The run if it has ended. The connection goes back at once (to the process's pool): a
     run may take minutes, and every waiting request would otherwise hold one all along."""
     try:
-        return Run.objects.filter(pk=run_id, status__in=ENDED).first()
+        return Run.objects.filter(pk=run_id, status__in=RUN_ENDED).first()
     finally:
         connection_release()
 

@@ -1,4 +1,4 @@
-"""The Celery app. Queues: `orchestrator` (run steps), `workers` (model calls), `training`.
+"""The Celery app (`studio.queues`), as a worker runs it: its tasks, and the worker's own set-up.
 
 Start a worker with: celery -A workers worker -Q orchestrator,workers,training
 """
@@ -8,27 +8,15 @@ import os
 import threading
 from typing import Any
 
-from celery import Celery, bootsteps, signals
-from kombu import Exchange, Queue
+from celery import bootsteps, signals
 
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "studio.settings.dev")
+# The same default as studio.asgi: a worker started by hand is a deployment's.
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "studio.settings.production")
 
-QUEUES = ("orchestrator", "workers", "training")
+from studio.queues import QUEUES, app  # noqa: E402
 
-app = Celery("orchestra")
-# Broker, serializers and time limits: the CELERY_* Django settings.
-app.config_from_object("django.conf:settings", namespace="CELERY")
-app.conf.task_queues = [Queue(name, Exchange(name, type="direct"), routing_key=name) for name in QUEUES]
-# Which queue each task goes to; tasks not listed go to `workers` (CELERY_TASK_DEFAULT_QUEUE).
-app.conf.task_routes = {
-    "workers.ping": {"queue": "workers"},
-    "workers.execute_attempt": {"queue": "workers"},
-    "workers.execute_attempts": {"queue": "workers"},
-    "workers.run_step": {"queue": "orchestrator"},
-    "workers.runs_recover": {"queue": "orchestrator"},
-    "workers.train": {"queue": "training"},
-    "workers.evaluate": {"queue": "training"},
-}
+__all__ = ["QUEUES", "app"]
+
 app.autodiscover_tasks(["workers"])
 
 log = logging.getLogger(__name__)

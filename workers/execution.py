@@ -19,6 +19,7 @@ from django.conf import settings
 from django.db import InterfaceError, OperationalError, connection
 
 from orchestrator.envelope import Envelope
+from studio import queues
 from studio.db import connection_release
 from studio.services.attempts import AttemptWork, attempts_finish, attempts_start
 from workers import replay
@@ -123,11 +124,9 @@ def _check_back(running: dict[int, float]) -> None:
     """Attempts another delivery claimed are running there, or were, if its worker died
     (this may be the dead worker's message, delivered again a moment before they count as
     stale). Look again once they would be stale: then they have finished, or are run here."""
-    from workers.tasks import execute_attempts
-
     wait_s = max(running.values()) + 1.0
     log.info("attempts %s run elsewhere; checking back in %.0f s", sorted(running), wait_s)
-    execute_attempts.apply_async((sorted(running),), countdown=wait_s)
+    queues.send(queues.EXECUTE_ATTEMPTS, sorted(running), countdown=wait_s)
 
 
 RECORD_PATIENCE_S = 60.0  # how long finished calls wait for the database before the task retries

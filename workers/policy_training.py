@@ -57,7 +57,7 @@ def train_policy_job(job: TrainingJob, progress: Progress, out: Path) -> Trained
     paths = [path for path in shipped_outcomes() if not chosen or path.name in chosen]
     seed = int(job.config.get("seed", 0))
     config = LearnedConfig.from_mapping(job.config.get("learned"))
-    prices = Path(settings.BASE_DIR) / "data" / "outcomes" / "prices.json"
+    prices = Path(settings.OUTCOMES_DIR) / "prices.json"
     extra = live_trajectories()
 
     def report(stage: str, done: int, total: int, metrics: dict[str, float]) -> None:

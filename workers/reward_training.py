@@ -79,7 +79,7 @@ def train_reward_job(job: Any, progress: Progress, out: Path, *, embedder: Embed
         raise ValueError(f"none of the outcome files {', '.join(sorted(chosen))} is in data/outcomes")
     seed = int(job.config.get("seed", 0))
     config = RMConfig.from_mapping(job.config.get("rm"))
-    prices = Path(settings.BASE_DIR) / "data" / "outcomes" / "prices.json"
+    prices = Path(settings.OUTCOMES_DIR) / "prices.json"
     studio_pairs = preferences_export().records if job.config.get("preferences", True) else []
     live = run_pairs() if job.config.get("live_runs", True) else []
 

@@ -55,6 +55,19 @@ def execute_attempt(attempt_id: int) -> None:
     execute_batch([attempt_id])
 
 
+@app.task(name="workers.verify_run", **REDELIVERABLE)
+def verify_run(run_id: int) -> None:
+    """Check a finished run's answer with its benchmark's checker (studio.services.verification)."""
+    from studio.services.verification import run_verification_work, run_verified
+    from workers.checkers import check
+
+    work = run_verification_work(run_id=run_id)
+    if work is None:
+        return
+    result = check(work.checker, work.answer, work.gold, item=work.item)
+    run_verified(run_id=run_id, score=result.score, correct=result.passed, detail=result.detail)
+
+
 @app.task(name="workers.run_step", **REDELIVERABLE)
 def run_step(run_id: int) -> None:
     """One step of a run's state machine (see studio.services.engine). Idempotent."""
@@ -146,6 +159,6 @@ def train(self: Task, job_id: int) -> None:
 def evaluate(self: Task, evaluation_id: int) -> None:
     """Run one offline evaluation (sent to queue `training` by evaluation_create); progress and
     the report go to its row."""
-    from workers.evaluation import run_evaluation
+    from studio.services.evaluation_jobs import run_evaluation
 
     run_evaluation(evaluation_id, worker=self.request.hostname or "")

@@ -122,6 +122,19 @@ describe("the tree built from events", () => {
     expect(again).toBe(tree);
   });
 
+  it("takes a checker's verdict that comes after the run ended", () => {
+    const ended = applyEvents(start(), [
+      ...events.slice(0, 8),
+      { seq: 9, type: "run.finished", payload: { status: "succeeded", reason: "finished", answer: "42", verification: { method: "checker", checker: "gsm8k", pending: true } } },
+    ]);
+    expect(ended.run.verification).toEqual({ method: "checker", checker: "gsm8k", pending: true });
+    const verified = applyEvents(ended, [
+      { seq: 10, type: "run.verified", payload: { verification: { method: "checker", checker: "gsm8k", score: 1, correct: true, detail: "42 is correct" } } },
+    ]);
+    expect(verified.run.verification).toEqual({ method: "checker", checker: "gsm8k", score: 1, correct: true, detail: "42 is correct" });
+    expect(verified.run.status).toBe("succeeded");
+  });
+
   it("marks waiting nodes cancelled when the run is cancelled", () => {
     const tree = applyEvents(start(), [...events.slice(0, 8), { seq: 9, type: "run.finished", payload: { status: "cancelled", reason: "cancelled by admin" } }]);
     expect(tree.run.status).toBe("cancelled");

@@ -131,6 +131,25 @@ def observe(
     return state, candidate, rel
 
 
+def step_logits(
+    net: PolicyNet,
+    batch: EpisodeBatch,
+    lam: torch.Tensor,
+    executed: torch.Tensor,
+    last: torch.Tensor,
+    step: int,
+    max_steps: int,
+    task_h: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """[B, P + 1] logits of the next action (call pair j, or P: finish) given the episode so far:
+    one step of `rollout`, and what the live policy computes for a node (`policies.learned`)."""
+    state, candidate, _ = observe(net, batch, lam, executed, last, step, max_steps)
+    allowed = batch.available & ~executed & (step < max_steps)
+    finish_allowed = executed.any(-1) | ~allowed.any(-1)
+    encoded = task_h if task_h is not None else net.encode_task(batch.task)
+    return net.action_logits(encoded, state, lam, batch.pairs, candidate, allowed, finish_allowed)
+
+
 @dataclass
 class Rollout:
     actions: torch.Tensor  # [B, steps] pair index, P = finish, -1 = episode already over
@@ -169,10 +188,7 @@ def rollout(
     actions, logps, entropies = [], [], []
     order: list[list[int]] = [[] for _ in range(b)]
     for step in range(max_steps + 1):
-        state, candidate, _ = observe(net, batch, lam, executed, last, step, max_steps)
-        allowed = batch.available & ~executed & (step < max_steps)
-        finish_allowed = executed.any(-1) | ~allowed.any(-1)
-        logits = net.action_logits(task_h, state, lam, batch.pairs, candidate, allowed, finish_allowed)
+        logits = step_logits(net, batch, lam, executed, last, step, max_steps, task_h)
         logprobs = torch.log_softmax(logits, dim=-1)  # [B, P+1]
         if mode == "forced":
             assert forced is not None
@@ -221,6 +237,11 @@ def rollout(
         final=final,
         spent_est=(batch.cost_est * executed.float()).sum(-1),
     )
+
+
+def violations(batch: EpisodeBatch, out: Rollout) -> torch.Tensor:
+    """[B] pairs each episode executed that were not available to it (protocol violations)."""
+    return (out.executed & ~batch.available).sum(-1).float()
 
 
 def episode_reward(batch: EpisodeBatch, out: Rollout, lam: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

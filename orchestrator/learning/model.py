@@ -19,6 +19,7 @@ from torch import nn
 
 from orchestrator.configs import STRICT_KEYS, Count, Dropout
 from orchestrator.embedding import EMBEDDING_ID, check_embedding, saved_embedding
+from orchestrator.errors import CheckpointError
 from orchestrator.learning.features import CANDIDATE_DIM, PAIR_DIM, RESPONSE_DIM, STATE_DIM, TASK_EXTRA
 
 LAMBDA_DIM = 2
@@ -128,10 +129,14 @@ def checkpoint_file_embedding(path: str | Path) -> str:
 
 
 def load_checkpoint(path: str | Path) -> tuple[PolicyNet, dict[str, Any]]:
-    """(network in eval mode, the rest of the payload: metrics, training config, ...)."""
-    payload: dict[str, Any] = torch.load(path, map_location="cpu", weights_only=True)
-    check_embedding(payload, path)
-    net = PolicyNet(PolicyConfig(**payload.pop("config")))
-    net.load_state_dict(payload.pop("state_dict"))
+    """(network in eval mode, the rest of the payload: metrics, training config, ...);
+    CheckpointError naming the file and the cause when it cannot be loaded."""
+    try:
+        payload: dict[str, Any] = torch.load(path, map_location="cpu", weights_only=True)
+        check_embedding(payload, path)
+        net = PolicyNet(PolicyConfig(**payload.pop("config")))
+        net.load_state_dict(payload.pop("state_dict"))
+    except Exception as error:  # torch.load raises many kinds (OSError, RuntimeError, UnpicklingError, ...)
+        raise CheckpointError(f"{path}: {type(error).__name__}: {error}") from error
     net.eval()
     return net, payload

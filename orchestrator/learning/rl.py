@@ -10,9 +10,9 @@ a floor), plus a small diversity bonus: a first pair the rest of the group did n
 objective is PPO's clipped surrogate per action, plus a KL penalty toward the SFT policy
 (k3 estimator) and a small entropy bonus. The reliability head is not trained here.
 
-Inadmissible pairs are masked out of the action distribution, so a sampled episode
-cannot commit a protocol violation: `rl/violations` counts them and stays 0; the penalty
-term is kept so the reward matches the protocol's definition.
+Inadmissible pairs are masked out of the action distribution, so a sampled episode should
+commit no protocol violation: `rl/violations` counts the unavailable pairs episodes executed
+all the same (0 unless the masking breaks), and the penalty keeps the reward the protocol's.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import numpy as np
 import torch
 
 from orchestrator.configs import STRICT_KEYS, Count, Fraction, NonNegative, NonNegativeInt, Positive, Seed, check_order
-from orchestrator.learning.episode import EpisodeBatch, episode_reward, rollout
+from orchestrator.learning.episode import EpisodeBatch, episode_reward, rollout, violations
 from orchestrator.learning.model import PolicyNet
 from orchestrator.learning.sft import SFTConfig, sample_lambdas
 
@@ -107,6 +107,7 @@ def train_rl(
     lam_cfg = SFTConfig(lam_min=config.lam_min, lam_max=config.lam_max, lam_zero=config.lam_zero)
     n = batch.task.shape[0]
     metrics: dict[str, float] = {}
+    violations_seen = 0
     for it in range(config.iterations):
         tasks = rng.choice(n, size=min(config.tasks_per_iteration, n), replace=False)
         lam_task = sample_lambdas(len(tasks), lam_cfg, rng)
@@ -118,9 +119,10 @@ def train_rl(
         with torch.no_grad():
             out = rollout(net, episodes, lam, max_steps=config.max_steps, mode="sample", generator=gen)
             reward, correct = episode_reward(episodes, out, lam)
-            violations = torch.zeros_like(reward)  # masked sampling cannot pick an inadmissible pair
+            violated = violations(episodes, out)  # 0 while the masking holds
+            violations_seen += int(violated.sum().item())
             bonus = diversity_bonus(out.actions[:, 0], config.group)
-            total = reward - config.violation_penalty * violations
+            total = reward - config.violation_penalty * violated
             adv = group_advantages(total, config.group, config.std_floor)  # [N*G]
             # The diversity bonus is added after normalizing: it breaks ties, it never dominates.
             group_mean = bonus.view(-1, config.group).mean(1).repeat_interleave(config.group)
@@ -156,7 +158,7 @@ def train_rl(
             "rl/reward": reward.mean().item(),
             "rl/correct": correct.mean().item(),
             "rl/calls": out.executed.float().sum(-1).mean().item(),
-            "rl/violations": violations.sum().item(),
+            "rl/violations": violations_seen,  # over every episode so far
             "rl/diversity": bonus.mean().item(),
             "loss/pg": pg_loss.item(),
             "loss/kl": kl_loss.item(),

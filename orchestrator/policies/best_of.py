@@ -4,19 +4,18 @@ the top one is executed.
 A candidate is the one-node plan of an admissible pair. Scoring needs the task's
 embedding and the reward network, no model call: the note a policy records says so
 (`scoring_tokens: 0`). The reward model is loaded from the path in the policy's config
-(`reward_model`) and kept per (path, file mtime), since the engine makes a policy anew
-at every step.
+(`reward_model`) once per version of the file (`orchestrator.filecache`), since the engine
+makes a policy anew at every step.
 """
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from orchestrator.filecache import load_once
 from orchestrator.protocol import Pair
 
 if TYPE_CHECKING:
@@ -24,22 +23,12 @@ if TYPE_CHECKING:
 
 Embedder = Callable[[list[str]], np.ndarray]
 
-_MODELS: dict[tuple[str, float], RewardModel] = {}
-_LOCK = threading.Lock()
-
 
 def load_reward_model(path: str) -> RewardModel:
     """The OrchRM checkpoint at `path`, loaded once per version of the file."""
     from orchestrator.reward.model import RewardModel
 
-    key = (str(path), Path(path).stat().st_mtime)
-    with _LOCK:
-        model = _MODELS.get(key)
-        if model is None:
-            model = RewardModel.load(path)
-            _MODELS.clear()  # one version of one file is in use at a time; drop the others
-            _MODELS[key] = model
-    return model
+    return load_once("reward_model", path, RewardModel.load)
 
 
 class PlanScorer:

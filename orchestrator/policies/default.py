@@ -156,7 +156,7 @@ class DefaultPolicy:
     def solve_best_of(self, node: NodeView, observation: Observation, proposals: list[Pair], *, sampler: str) -> Solve:
         """Solve the node with the proposal OrchRM rewards most, noting every proposal's reward."""
         assert self.scorer is not None
-        domain = str(node.metadata.get("domain") or observation.task_metadata.get("domain") or "")
+        domain = node.domain or observation.domain
         lam = self.lam(observation)
         rewards = self.scorer.score(node.text, domain, proposals, lam=lam)
         note = best_of_note(observation.best_of, lam, proposals, rewards, sampler=sampler)
@@ -172,6 +172,10 @@ class DefaultPolicy:
         return planners[0] if planners else None
 
 
+# What a part of a composite task keeps from its item: what it is, and what its primitives need.
+PART_KEYS = ("benchmark", "domain", "gold", "recorded_pairs", "source", "context", "tests", "entry_point", "tools")
+
+
 def composite_subtasks(items: list[Mapping[str, Any]]) -> tuple[SubtaskSpec, ...]:
     """One independent subtask per recorded item of a composite task."""
     return tuple(
@@ -179,7 +183,7 @@ def composite_subtasks(items: list[Mapping[str, Any]]) -> tuple[SubtaskSpec, ...
             id=f"item{index}",
             text=str(item["prompt"]),
             item_id=str(item["item_id"]),
-            metadata={key: item[key] for key in ("benchmark", "gold", "recorded_pairs", "source") if key in item},
+            metadata={key: item[key] for key in PART_KEYS if key in item},
         )
         for index, item in enumerate(items, start=1)
     )

@@ -13,8 +13,13 @@ fresh root, N pairs are drawn from the softmax of the pair logits at the run's �
 replacement while untried pairs remain), OrchRM scores them, and only the top one is
 solved; see `orchestrator.policies.best_of`.
 
-A repair after a failed attempt sees that attempt in its state ("the previous attempt
-failed on pair X", with X's family and cost), exactly as in training.
+Each choice is one step of the episode the evaluation plays for an item
+(`learning.episode.step_logits`): the node's pair features come from the calibration the
+checkpoint carries (the per-item accuracy from its nearest calibration items and its
+predictor, for the node's text and domain), over the checkpoint's pairs, so a live decision
+reads the features the evaluation reads. A repair after a failed attempt sees that attempt
+as an executed pair with no answer. Pairs of the pool that the checkpoint never saw get the
+pool's mean accuracy at their listed prices.
 
 Config: `checkpoint` (else $ORCHESTRA_POLICY_CHECKPOINT), `preset` (cheap / balanced /
 best) or `cost_preference` (λ), `retries`, `reward_model` (an OrchRM checkpoint, for
@@ -35,11 +40,25 @@ from typing import Any
 import numpy as np
 import torch
 
+from orchestrator.embedding import EMBEDDING_DIM
 from orchestrator.envelope import TRANSIENT_ERRORS
-from orchestrator.learning.episode import ACC
-from orchestrator.learning.features import PairInfo, assemble_pair_features, model_family, task_features
+from orchestrator.filecache import load_once
+from orchestrator.learning.context_io import context_from_payload
+from orchestrator.learning.dataset import PoolContext
+from orchestrator.learning.episode import EpisodeBatch, step_logits
+from orchestrator.learning.features import (
+    Calibration,
+    PairInfo,
+    answer_key,
+    assemble_pair_features,
+    domain_indices,
+    item_accuracy,
+    pair_infos,
+    response_surface,
+    task_features,
+)
 from orchestrator.learning.model import PolicyNet, load_checkpoint
-from orchestrator.outcomes import DOMAINS
+from orchestrator.learning.sft import SFTConfig
 from orchestrator.policies import COST_PRESETS, register
 from orchestrator.policies.default import DefaultConfig, DefaultPolicy
 from orchestrator.protocol import Action, NodeView, Observation, Pair, PairRef, Repair, Solve
@@ -78,24 +97,52 @@ class LearnedPolicyConfig:
 
 
 @dataclass(frozen=True)
-class PoolStats:
-    """Calibration statistics of the training pool, by (model, primitive)."""
+class LoadedPolicy:
+    """A checkpoint, ready to decide: its network, the calibration of the pool it was trained
+    on (pair features, exactly as the evaluation computes them), and its episode length."""
 
-    index: dict[tuple[str, str], int]
-    global_acc: np.ndarray  # [p]
-    domain_acc: np.ndarray  # [len(DOMAINS), p]
-    domain_cost: np.ndarray  # [len(DOMAINS), p] USD
-    cost_ref: float
+    net: PolicyNet
+    context: PoolContext
+    columns: dict[tuple[str, str], int]  # (model, primitive) -> the pair's column
+    max_steps: int
 
-    @classmethod
-    def from_payload(cls, pool: Mapping[str, Any]) -> PoolStats:
-        return cls(
-            index={(str(m), str(p)): j for j, (m, p) in enumerate(pool["pairs"])},
-            global_acc=np.asarray(pool["global_acc"], dtype=np.float64),
-            domain_acc=np.asarray(pool["domain_acc"], dtype=np.float64),
-            domain_cost=np.asarray(pool["domain_cost"], dtype=np.float64),
-            cost_ref=float(pool["cost_ref"]),
-        )
+
+def load_policy(path: Path) -> LoadedPolicy:
+    net, payload = load_checkpoint(path)
+    context = context_from_payload(payload["context"]) if "context" in payload else legacy_context(payload["pool"])
+    columns = {(info.model, info.primitive): j for j, info in enumerate(context.infos)}
+    max_steps = int(payload.get("train", {}).get("sft", {}).get("max_steps", SFTConfig().max_steps))
+    return LoadedPolicy(net=net, context=context, columns=columns, max_steps=max_steps)
+
+
+def legacy_context(pool: Mapping[str, Any]) -> PoolContext:
+    """A checkpoint from before checkpoints carried their calibration: its per-pair statistics
+    only, with no calibration items (the per-item accuracy is then the domain's)."""
+    global_acc = np.asarray(pool["global_acc"], dtype=np.float64)
+    calibration = Calibration(
+        embeddings=np.zeros((0, EMBEDDING_DIM), dtype=np.float32),
+        score=np.zeros((0, global_acc.size)),
+        global_acc=global_acc,
+        domain_acc=np.asarray(pool["domain_acc"], dtype=np.float64),
+        domain_cost=np.asarray(pool["domain_cost"], dtype=np.float64),
+        cost_ref=float(pool["cost_ref"]),
+    )
+    return PoolContext(infos=pair_infos([(str(m), str(p)) for m, p in pool["pairs"]], None), calibration=calibration)
+
+
+@dataclass
+class NodeEpisode:
+    """A node as one episode of the policy (`learning.episode`): a batch of one item whose
+    columns are the checkpoint's pairs, then the pool's pairs it does not know."""
+
+    batch: EpisodeBatch
+    refs: list[PairRef | None]  # each column's pair in this run's pool (None: not admissible here)
+    executed: torch.Tensor  # [1, P] bool: the pairs the node's attempts called
+    last: torch.Tensor  # [1] the last attempt's column, -1 before any
+    steps: int  # pairs called so far
+
+    def column(self, ref: PairRef) -> int:
+        return self.refs.index(ref)
 
 
 class LearnedPolicy(DefaultPolicy):
@@ -104,12 +151,10 @@ class LearnedPolicy(DefaultPolicy):
     def __init__(self, config: LearnedPolicyConfig, *, embedder: Embedder | None = None) -> None:
         super().__init__(DefaultConfig(retries=config.retries, reward_model=config.reward_model), embedder=embedder)
         self.learned = config
-        net, payload = load_checkpoint(Path(config.checkpoint))
-        self.net: PolicyNet = net
-        self.pool = PoolStats.from_payload(payload["pool"])
+        # Made anew at every step of a run: the checkpoint is loaded once per version of its file.
+        self.loaded = load_once("learned_policy", config.checkpoint, load_policy)
+        self.net = self.loaded.net
         self.embedder = embedder
-        self._task_cache: dict[tuple[str, str], torch.Tensor] = {}
-        self._families: dict[PairRef, str] = {}
 
     # --- the two learned choices ---
 
@@ -152,109 +197,99 @@ class LearnedPolicy(DefaultPolicy):
         return candidates[int(self.logits(node, observation, candidates).argmax())].ref
 
     def logits(self, node: NodeView, observation: Observation, candidates: Sequence[Pair]) -> torch.Tensor:
-        """[P] pair logits of the candidates at the run's λ, given the node's attempts so far."""
-        domain = str(node.metadata.get("domain") or observation.task_metadata.get("domain") or "")
-        task = self._task(node.text, domain)  # [1, T]
-        pairs, cost = self._pair_features(candidates, domain)  # [1, P, F], [P]
+        """[len(candidates)] the policy's logits of calling each candidate next, at the run's λ:
+        one step of the episode the evaluation plays (`learning.episode.step_logits`)."""
+        episode = self.episode(node, observation, candidates)
         lam = torch.tensor([self.lam(observation)], dtype=torch.float32)
-        for pair in observation.pairs:
-            self._families.setdefault(pair.ref, model_family(pair.model))
-        tried = [p for p in observation.pairs if any(a.pair == p.ref for a in node.attempts)]
-        tried_acc = float(self._pair_features(tried, domain)[0][0, :, ACC].max()) if tried else 0.0
-        state, candidate = self._state(node, candidates, pairs, cost, lam, tried_acc=tried_acc)
+        steps = min(episode.steps, self.loaded.max_steps - 1)  # a node may try more pairs than an episode
         with torch.no_grad():
-            logits = self.net.action_logits(
-                self.net.encode_task(task),
-                state,
-                lam,
-                pairs,
-                candidate,
-                torch.ones(1, len(candidates), dtype=torch.bool),
-                torch.zeros(1, dtype=torch.bool),  # a node without an answer is not finished
+            logits = step_logits(
+                self.net, episode.batch, lam, episode.executed, episode.last, steps, self.loaded.max_steps
             )
-        out: torch.Tensor = logits[0, : len(candidates)]
-        return out
+        return logits[0, [episode.column(pair.ref) for pair in candidates]]
 
     def wants_decomposition(self, observation: Observation) -> bool:
         return self._wants_decomposition(observation.root, observation)
 
     def _wants_decomposition(self, node: NodeView, observation: Observation) -> bool:
-        domain = str(observation.task_metadata.get("domain") or "")
         lam = torch.tensor([self.lam(observation)], dtype=torch.float32)
+        task = torch.from_numpy(task_features(self._embed(node.text), [node.domain or observation.domain]))
         with torch.no_grad():
-            logit = self.net.decompose_logit(self.net.encode_task(self._task(node.text, domain)), lam)
+            logit = self.net.decompose_logit(self.net.encode_task(task), lam)
         return bool(logit.item() > 0)
 
-    def _task(self, text: str, domain: str) -> torch.Tensor:
-        key = (text, domain)
-        if key not in self._task_cache:
-            if self.embedder is None:
-                from orchestrator.embedding import embed
+    def _embed(self, text: str) -> np.ndarray:
+        if self.embedder is None:
+            from orchestrator.embedding import embed
 
-                self.embedder = embed
-            emb = np.asarray(self.embedder([text]), dtype=np.float32)
-            self._task_cache[key] = torch.from_numpy(task_features(emb, [domain]))
-        return self._task_cache[key]
+            self.embedder = embed
+        return np.asarray(self.embedder([text]), dtype=np.float32)
 
-    def _pair_features(self, candidates: Sequence[Pair], domain: str) -> tuple[torch.Tensor, np.ndarray]:
-        """([1, P, F] pair features, [P] estimated cost / cost_ref) from the training pool's statistics."""
-        pool = self.pool
-        d = DOMAINS.index(domain) if domain in DOMAINS else 0
-        mean_acc = float(pool.global_acc.mean()) if pool.global_acc.size else 0.5
-        acc, glob, cost, infos = [], [], [], []
-        for pair in candidates:
-            j = pool.index.get((pair.model.removeprefix("replay/"), pair.ref.primitive))
-            acc.append(pool.domain_acc[d, j] if j is not None else mean_acc)
-            glob.append(pool.global_acc[j] if j is not None else mean_acc)
-            cost.append(pool.domain_cost[d, j] if j is not None else _priced(pair))
-            infos.append(
-                PairInfo(
-                    model=pair.model.removeprefix("replay/"),
-                    primitive=pair.ref.primitive,
-                    input_per_mtok=pair.input_cost_per_mtok,
-                    output_per_mtok=pair.output_cost_per_mtok,
-                    context_window=pair.context_window,
-                )
-            )
-        acc_a = np.asarray([acc])
-        cost_a = np.minimum(np.asarray([cost]) / pool.cost_ref, 10.0)  # an unpriced pair looks expensive
-        # No calibration embeddings at run time: the kNN accuracy falls back to the domain accuracy.
-        feats = assemble_pair_features(infos, acc_a, acc_a, np.asarray(glob), cost_a)
-        return torch.from_numpy(feats), cost_a[0]
-
-    def _state(
-        self,
-        node: NodeView,
-        candidates: Sequence[Pair],
-        pairs: torch.Tensor,
-        cost: np.ndarray,
-        lam: torch.Tensor,
-        *,
-        tried_acc: float,
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """State [1, S] and candidate features [1, P, 5], built as `episode.observe` builds them in training.
-
-        A failed attempt is an executed pair whose answer is judged wrong: reliability 0.
-        """
-        steps = 3
-        n = min(len(node.attempts), steps)
-        spent = sum(a.cost_usd for a in node.attempts) / self.pool.cost_ref
-        last = node.last_attempt
-        last_failed = 1.0 if last is not None and last.status != "ok" else 0.0
-        state = torch.tensor(
-            [[n / steps, n / steps, spent, 0.0, 0.0, 0.0, 0.0, last_failed, float(n == 0)]], dtype=torch.float32
+    def episode(self, node: NodeView, observation: Observation, candidates: Sequence[Pair]) -> NodeEpisode:
+        """The node as the evaluation encodes an item (`learning.dataset.encode`): pair features
+        from the checkpoint's calibration for the node's text and domain, the candidates
+        available, and the pairs its attempts called."""
+        context, columns = self.loaded.context, self.loaded.columns
+        calib = context.calibration
+        domain = node.domain or observation.domain
+        emb = self._embed(node.text)
+        known = {(pair.model.removeprefix("replay/"), pair.ref.primitive): pair for pair in observation.pairs}
+        extra = [pair for key, pair in known.items() if key not in columns and pair.ref.primitive != "plan"]
+        refs: list[PairRef | None] = [None] * len(context.infos) + [pair.ref for pair in extra]
+        for key, j in columns.items():
+            if key in known:
+                refs[j] = known[key].ref
+        dom = domain_indices([domain])
+        acc = calib.domain_acc[dom]  # [1, p]: computed as `features.pair_features` does
+        cost = calib.domain_cost[dom] / calib.cost_ref
+        knn = item_accuracy(calib, emb, [domain], acc, exclude_self=False)
+        glob = calib.global_acc
+        infos = list(context.infos)
+        if extra:  # pairs the checkpoint never saw: the pool's mean, at their listed prices
+            mean = float(glob.mean()) if glob.size else 0.5
+            priced = np.asarray([[min(_priced(pair) / calib.cost_ref, 10.0) for pair in extra]])
+            acc = np.concatenate([acc, np.full((1, len(extra)), mean)], axis=1)
+            knn = np.concatenate([knn, np.full((1, len(extra)), mean)], axis=1)
+            cost = np.concatenate([cost, priced], axis=1)
+            glob = np.concatenate([glob, np.full(len(extra), mean)])
+            infos += [_info(pair) for pair in extra]
+        p = len(refs)
+        wanted = {pair.ref for pair in candidates}
+        called = {a.pair for a in node.attempts}
+        answers = torch.full((1, p), -1, dtype=torch.long) - torch.arange(p).unsqueeze(0)
+        surface = torch.zeros(1, p, 4)
+        seen: dict[str, int] = {}
+        last = -1
+        for attempt in node.attempts:
+            if attempt.pair not in refs:
+                continue
+            j = refs.index(attempt.pair)
+            response = attempt.output if attempt.status == "ok" else None
+            said = answer_key(response)
+            if said is not None:
+                answers[0, j] = seen.setdefault(said, len(seen))
+            surface[0, j] = torch.from_numpy(response_surface(response))
+            last = j
+        batch = EpisodeBatch(
+            task=torch.from_numpy(task_features(emb, [domain])),
+            pairs=torch.from_numpy(assemble_pair_features(infos, acc, knn, glob, cost)),
+            available=torch.tensor([[ref is not None and (ref in wanted or ref in called) for ref in refs]]),
+            cost_est=torch.from_numpy(cost.astype(np.float32)),
+            answers=answers,
+            surface=surface,
         )
-        acc, knn = pairs[0, :, ACC], pairs[0, :, ACC + 1]
-        same_family = torch.zeros(len(candidates))
-        ratio = torch.zeros(len(candidates))
-        if last is not None:
-            last_family = self._families.get(last.pair)
-            same_family = torch.tensor([float(model_family(c.model) == last_family) for c in candidates])
-            last_cost = last.cost_usd / self.pool.cost_ref
-            ratio = torch.from_numpy((np.log((cost + 1e-6) / (last_cost + 1e-6)) / 5).astype(np.float32))
-        priced = lam * torch.from_numpy(cost.astype(np.float32))
-        candidate = torch.stack([same_family, ratio, acc - tried_acc, priced, knn - priced], dim=-1)
-        return state, candidate.unsqueeze(0)
+        executed = torch.tensor([[ref is not None and ref in called for ref in refs]])
+        return NodeEpisode(batch, refs, executed, torch.tensor([last]), steps=int(executed.sum()))
+
+
+def _info(pair: Pair) -> PairInfo:
+    return PairInfo(
+        model=pair.model.removeprefix("replay/"),
+        primitive=pair.ref.primitive,
+        input_per_mtok=pair.input_cost_per_mtok,
+        output_per_mtok=pair.output_cost_per_mtok,
+        context_window=pair.context_window,
+    )
 
 
 def sample_without_replacement(logits: torch.Tensor, n: int, *, seed: int) -> list[int]:

@@ -1,7 +1,7 @@
 """Self-supervised preference pairs from recorded outcome tables, with no human in the loop.
 
 Each pair says: on this item, the plan of column `win` is preferred to the plan of column
-`lose`. The kinds (`source`) are the ones of DESIGN.md:
+`lose`. The kinds (`source`) are the ones of docs/reward.md ("Pairs"):
 - correct_over_incorrect: the winner was verified right, the loser wrong;
 - cheaper_correct: both right, the winner at most 1/`cost_ratio` of the loser's cost;
 - specialized_over_base: a trained policy's choice, right, over a random (base) choice

@@ -49,7 +49,10 @@ def install(api: NinjaAPI) -> None:
     def invalid_input(request: HttpRequest, exc: ValidationError) -> HttpResponse:
         errors = validation_errors(exc.errors)
         summary = "; ".join(f"{e['field']}: {e['message']}" for e in errors[:5])
-        return api.create_response(request, {"detail": f"Invalid input. {summary}", "errors": errors}, status=422)
+        body = {"detail": f"Invalid input. {summary}", "errors": errors}
+        if errors:
+            body["field"] = errors[0]["field"]  # as a service's Invalid names it
+        return api.create_response(request, body, status=422)
 
     @api.exception_handler(AuthenticationError)
     def unauthenticated(request: HttpRequest, exc: AuthenticationError) -> HttpResponse:

@@ -9,7 +9,7 @@ from ninja.pagination import LimitOffsetPagination, paginate
 
 from studio.api.auth import current_user, role
 from studio.api.body import Body
-from studio.models import Role, Run, RunStatus
+from studio.models import Attempt, Node, Role, Run, RunStatus
 from studio.selectors.runs import run_events, run_get, run_list
 from studio.selectors.tree import run_tree
 from studio.services.runs import PRESETS, node_rerun, run_cancel, run_create
@@ -72,8 +72,8 @@ class RerunIn(Body):
 
 class AttemptOut(Schema):
     number: int
-    model: str
-    primitive: str
+    model: str = Field(alias="endpoint.model")
+    primitive: str = Field(alias="primitive.name")
     status: str
     answer: str | None
     tokens_in: int
@@ -82,6 +82,18 @@ class AttemptOut(Schema):
     latency_s: float
     error_kind: str | None
     error_message: str | None
+
+    @staticmethod
+    def resolve_answer(attempt: Attempt) -> str | None:
+        return attempt.envelope.get("answer")
+
+    @staticmethod
+    def resolve_error_kind(attempt: Attempt) -> str | None:
+        return attempt.error_kind or None
+
+    @staticmethod
+    def resolve_error_message(attempt: Attempt) -> str | None:
+        return attempt.error_message or None
 
 
 class TotalsOut(Schema):
@@ -92,6 +104,8 @@ class TotalsOut(Schema):
 
 
 class NodeOut(Schema):
+    """A node of `studio.selectors.tree.run_tree`."""
+
     key: str
     kind: str
     parent: str | None
@@ -114,7 +128,31 @@ class NodeOut(Schema):
     cost_usd: float
     latency_s: float
     subtree: TotalsOut
-    attempts: list[AttemptOut]
+    attempts: list[AttemptOut] = Field(alias="tree_attempts")
+
+    @staticmethod
+    def resolve_parent(node: Node) -> str | None:
+        return node.parent.key if node.parent else None
+
+    @staticmethod
+    def resolve_depends_on(node: Node) -> list[str]:
+        return [dependency.key for dependency in node.depends_on.all()]
+
+    @staticmethod
+    def resolve_model(node: Node) -> str | None:
+        return node.endpoint.model if node.endpoint else None
+
+    @staticmethod
+    def resolve_primitive(node: Node) -> str | None:
+        return node.primitive.name if node.primitive else None
+
+    @staticmethod
+    def resolve_item_id(node: Node) -> str | None:
+        return node.metadata.get("item_id")
+
+    @staticmethod
+    def resolve_best_of(node: Node) -> dict[str, Any] | None:
+        return node.metadata.get("best_of")
 
 
 class TreeOut(Schema):

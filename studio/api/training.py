@@ -7,6 +7,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from ninja import Field, Router, Schema, Status
 from ninja.pagination import LimitOffsetPagination, paginate
+from pydantic import StrictBool, StrictInt
 
 from studio.api.auth import current_user, role
 from studio.api.body import Body
@@ -17,12 +18,26 @@ from studio.services.training import checkpoint_promote, training_job_create
 router = Router(tags=["training"], auth=role(Role.RESEARCHER))
 
 
+class TrainingConfigIn(Body):
+    """A job's options. A policy job takes `learned` and `demo`; a reward-model job `rm`,
+    `preferences` and `live_runs`; an option of the other kind is a 422 naming it."""
+
+    seed: StrictInt = Field(0, ge=0)
+    outcomes: list[str] = Field(
+        default_factory=list,
+        description="shipped outcome files to train on (GET /api/evaluations/options lists them); default all",
+    )
+    replaces: StrictInt | None = Field(None, description="a checkpoint of the same kind this one replaces")
+    learned: dict[str, Any] | None = Field(None, description="policy: the learned policy's sections (docs/learning.md)")
+    demo: StrictBool | None = Field(None, description="policy: the demo policy's job, as `make up` queues it")
+    rm: dict[str, Any] | None = Field(None, description="reward model: OrchRM's sections (docs/reward.md)")
+    preferences: StrictBool | None = Field(None, description="reward model: train on human labels too (default true)")
+    live_runs: StrictBool | None = Field(None, description="reward model: train on finished runs too (default true)")
+
+
 class TrainingJobIn(Body):
     kind: CheckpointKind = CheckpointKind.POLICY
-    config: dict[str, Any] = Field(
-        default_factory=dict,
-        description="seed, outcomes (shipped file names; default all), and trainer sizes (docs/learning.md)",
-    )
+    config: TrainingConfigIn = Field(default_factory=lambda: TrainingConfigIn.model_validate({}))
 
 
 class TrainingJobOut(Schema):
@@ -58,7 +73,8 @@ class CheckpointOut(Schema):
 @router.post("/training/jobs", response={201: TrainingJobOut})
 def create_training_job(request: HttpRequest, payload: TrainingJobIn) -> Status:
     """Queue a training job on queue `training`; follow it here or on /ws/training/<id>/."""
-    return Status(201, training_job_create(user=current_user(request), kind=payload.kind, config=payload.config))
+    config = payload.config.model_dump(exclude_unset=True)
+    return Status(201, training_job_create(user=current_user(request), kind=payload.kind, config=config))
 
 
 @router.get("/training/jobs", response=list[TrainingJobOut])

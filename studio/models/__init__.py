@@ -1,9 +1,10 @@
-"""The studio's entities (see DESIGN.md, "Core entities")."""
+"""The studio's entities (docs/architecture.md, "Entities")."""
 
 from studio.models.outcomes import OutcomeImport, RecordedOutcome
 from studio.models.pools import Admissibility, ModelEndpoint, ModelPool, Primitive
 from studio.models.preferences import PairSource, PreferenceLabel, PreferencePair, Verdict
 from studio.models.runs import (
+    RUN_ENDED,
     Attempt,
     AttemptStatus,
     Domain,
@@ -26,6 +27,7 @@ from studio.models.training import (
 from studio.models.users import ApiToken, Role, User
 
 __all__ = [
+    "RUN_ENDED",
     "Admissibility",
     "ApiToken",
     "Attempt",

@@ -9,7 +9,7 @@ from studio.models.runs import Domain
 class RecordedOutcome(models.Model):
     """One real recorded (item, model, primitive) outcome: the replay pool's ground truth.
 
-    Fields follow the canonical JSONL format of DESIGN.md ("Recorded outcomes").
+    Fields follow the canonical JSONL format (docs/workers.md, "Recorded outcomes").
     """
 
     source = models.CharField(max_length=50)

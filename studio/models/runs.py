@@ -55,6 +55,10 @@ class RunStatus(models.TextChoices):
     CANCELLED = "cancelled"
 
 
+# The statuses of a run that has ended; the browser's copy is generated from the API schema.
+RUN_ENDED = frozenset({RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.CANCELLED})
+
+
 class Run(models.Model):
     """One orchestration episode of a task under a policy."""
 

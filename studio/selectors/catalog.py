@@ -8,10 +8,10 @@ from typing import Any
 from django.conf import settings
 from django.db.models import QuerySet
 
+from orchestrator.checking import checker_names
 from orchestrator.policies import COST_PRESETS, policy_names
 from studio.models import Domain, ModelPool, RecordedOutcome
 from studio.services.policies import CHECKPOINTED, default_policy
-from workers.checkers import checker_names
 
 
 def run_options() -> dict[str, Any]:

@@ -1,4 +1,8 @@
-"""A run's tree: nodes with their attempts, own totals and totals rolled up per subtree."""
+"""A run's tree: nodes with their attempts, own totals and totals rolled up per subtree.
+
+The rows themselves go to the API's schemas (`studio.api.runs.NodeOut`), which read what
+they show off them; each node gets two attributes here: `tree_attempts` (its attempts, in
+order) and `subtree` (totals over the node and its descendants)."""
 
 from __future__ import annotations
 
@@ -38,47 +42,7 @@ def run_tree(*, user: User, run_id: int) -> dict[str, Any]:
                 totals[key] += value
         return totals
 
-    return {
-        "run": run,
-        "nodes": [
-            {
-                "key": node.key,
-                "kind": node.kind,
-                "parent": node.parent.key if node.parent else None,
-                "depends_on": [d.key for d in node.depends_on.all()],
-                "text": node.text,
-                "status": node.status,
-                "depth": node.depth,
-                "model": node.endpoint.model if node.endpoint else None,
-                "endpoint_id": node.endpoint_id,
-                "primitive": node.primitive.name if node.primitive else None,
-                "answer": node.answer,
-                "output": node.output,
-                "verification": node.verification,
-                "item_id": node.metadata.get("item_id"),
-                "best_of": node.metadata.get("best_of"),
-                "tokens_in": node.tokens_in,
-                "tokens_out": node.tokens_out,
-                "cost_usd": float(node.cost_usd),
-                "latency_s": node.latency_s,
-                "subtree": subtree(node),
-                "attempts": [
-                    {
-                        "number": a.number,
-                        "model": a.endpoint.model,
-                        "primitive": a.primitive.name,
-                        "status": a.status,
-                        "answer": a.envelope.get("answer"),
-                        "tokens_in": a.tokens_in,
-                        "tokens_out": a.tokens_out,
-                        "cost_usd": float(a.cost_usd),
-                        "latency_s": a.latency_s,
-                        "error_kind": a.error_kind or None,
-                        "error_message": a.error_message or None,
-                    }
-                    for a in attempts[node.pk]
-                ],
-            }
-            for node in nodes
-        ],
-    }
+    for node in nodes:
+        node.tree_attempts = attempts[node.pk]  # type: ignore[attr-defined]
+        node.subtree = subtree(node)  # type: ignore[attr-defined]
+    return {"run": run, "nodes": nodes}

@@ -25,6 +25,7 @@ from django.db import transaction
 from django.db.models import Prefetch
 from django.utils import timezone
 
+from orchestrator.checking import has_checker
 from orchestrator.outcomes import prompt_key
 from orchestrator.planner import plan_to_json
 from orchestrator.policies import make_policy
@@ -40,7 +41,9 @@ from orchestrator.protocol import (
     Wait,
     check_action,
 )
+from studio import queues
 from studio.models import (
+    RUN_ENDED,
     Attempt,
     AttemptStatus,
     Node,
@@ -55,11 +58,9 @@ from studio.services.bulk import rows_update
 from studio.services.events import run_events_append
 from studio.services.observation import admissible_pairs, observe
 from studio.services.policies import policy_config
-from studio.services.scheduling import task_send
 
 log = logging.getLogger(__name__)
 
-TERMINAL = {RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.CANCELLED}
 IN_FLIGHT = {AttemptStatus.QUEUED, AttemptStatus.RUNNING}
 DONE_BADLY = {NodeStatus.FAILED, NodeStatus.SKIPPED, NodeStatus.CANCELLED}
 MAX_ACTIONS_PER_STEP = 200
@@ -155,11 +156,9 @@ def _start(state: State) -> None:
     state.nodes.append(root)
     _node_created(state, root, [])
     if run.deadline_s:
-        from workers.tasks import run_step as run_step_task
-
         # A step just past the deadline ends the run even if no attempt ever comes back.
         countdown = run.deadline_s + 1
-        transaction.on_commit(lambda: run_step_task.apply_async((run.pk,), countdown=countdown))
+        transaction.on_commit(lambda: queues.send(queues.RUN_STEP, run.pk, countdown=countdown))
 
 
 def _recorded(run: Run) -> dict[str, Any]:
@@ -171,10 +170,13 @@ def _recorded(run: Run) -> dict[str, Any]:
         if item_id
         else RecordedOutcome.objects.filter(prompt_sha256=prompt_key(run.task.text), prompt=run.task.text)
     )
-    pairs = sorted({(model, primitive) for model, primitive in rows.values_list("model", "primitive")[:200]})
+    found = list(rows.values_list("model", "primitive", "domain", "benchmark")[:200])
+    pairs = sorted({(model, primitive) for model, primitive, _, _ in found})
     metadata: dict[str, Any] = {"item_id": item_id} if item_id else {}
     if pairs:
         metadata["recorded_pairs"] = [list(pair) for pair in pairs]
+        # What the recordings say the task is, for a task that does not say (a /v1 request).
+        metadata["recorded_domain"], metadata["recorded_benchmark"] = found[0][2], found[0][3]
     return metadata
 
 
@@ -320,6 +322,8 @@ def _end(state: State, status: str, reason: str, answer: str | None = None) -> N
     run.final_answer = answer if answer is not None else _partial_answer(state)
     if status == RunStatus.SUCCEEDED:
         run.verification = {**run.verification, **verify(state, run.final_answer)}
+        if run.verification.get("pending"):
+            transaction.on_commit(lambda: queues.send(queues.VERIFY_RUN, run.pk))
     run.finished_at = timezone.now()
     run.save(update_fields=["status", "end_reason", "final_answer", "verification", "finished_at"])
     emit(
@@ -349,21 +353,34 @@ def verify(state: State, answer: str) -> dict[str, Any]:
     recorded = root.verification.get("recorded_score") if root is not None else None
     if recorded is not None:
         return {"method": "recorded_score", "score": recorded, "correct": recorded >= 1.0}
-    if task.gold_answer and (task.checker or task.benchmark):
-        from workers.checkers import check
-
-        try:
-            result = check(task.checker or task.benchmark, answer, task.gold_answer)
-        except KeyError:
-            return {}
-        return {"method": "checker", "score": result.score, "correct": result.passed, "detail": result.detail}
+    checker = task.checker or task.benchmark
+    if task.gold_answer and has_checker(checker):
+        # A worker checks it (studio.services.verification): a checker may run code in the
+        # sandbox, which has no place under the run's row lock.
+        return {"method": "checker", "checker": checker, "pending": True}
     return {}
 
 
 # Actions
 
 
-def _request(state: State, node: Node) -> dict[str, Any]:
+# What a primitive may need besides the prompt (workers.primitives.PrimitiveInput), read from
+# the task's metadata for the root and from a recorded part's own for a part.
+PRIMITIVE_INPUTS = ("context", "tests", "entry_point", "tools", "candidate")
+
+
+def _inputs(state: State, node: Node, primitive: str) -> dict[str, Any]:
+    source = state.run.task.metadata if node.kind == NodeKind.ROOT else node.metadata
+    inputs = {key: source[key] for key in PRIMITIVE_INPUTS if source.get(key)}
+    if primitive == "verify":
+        # The answer under review: the node's own, once an attempt has given one.
+        answered = [a for a in state.node_attempts(node) if a.status == AttemptStatus.OK and a.envelope.get("answer")]
+        if answered:
+            inputs["candidate"] = answered[-1].envelope.get("output") or answered[-1].envelope["answer"]
+    return inputs
+
+
+def _request(state: State, node: Node, primitive: str) -> dict[str, Any]:
     by_pk = {n.pk: n for n in state.nodes}
     deps = [by_pk[d] for d in state.deps.get(node.pk, [])]
     prompt = node.text
@@ -376,6 +393,7 @@ def _request(state: State, node: Node) -> dict[str, Any]:
     request: dict[str, Any] = {
         "prompt": prompt,
         "benchmark": node.metadata.get("benchmark", state.run.task.benchmark),
+        **_inputs(state, node, primitive),
     }
     if node.metadata.get("item_id"):
         request["item_id"] = node.metadata["item_id"]
@@ -385,7 +403,7 @@ def _request(state: State, node: Node) -> dict[str, Any]:
 def _queue_attempt(state: State, node: Node, endpoint_id: int, primitive: str, *, repair: bool = False) -> None:
     attempts = state.node_attempts(node)
     number = len(attempts) + 1
-    request = {"prompt": state.run.task.text} if primitive == "plan" else _request(state, node)
+    request = {"prompt": state.run.task.text} if primitive == "plan" else _request(state, node, primitive)
     if primitive not in state.primitives:
         state.primitives[primitive] = Primitive.objects.get(name=primitive)
     attempt = Attempt(
@@ -488,7 +506,12 @@ def _violation(state: State, action: object, error: Exception) -> None:
 
 def _decide(state: State) -> None:
     run = state.run
-    policy = make_policy(run.policy, policy_config(run.policy_config, run.checkpoint, best_of=run.best_of))
+    try:
+        policy = make_policy(run.policy, policy_config(run.policy_config, run.checkpoint, best_of=run.best_of))
+    except Exception as error:  # a checkpoint that no longer loads: end the run, do not retry it forever
+        log.exception("policy %s could not be made for run %s", run.policy, run.pk)
+        _end(state, RunStatus.FAILED, f"the policy {run.policy!r} could not be loaded: {type(error).__name__}: {error}")
+        return
     pairs = admissible_pairs(run)
     violations = 0
     for _ in range(MAX_ACTIONS_PER_STEP):
@@ -532,12 +555,10 @@ def _dispatch(attempt_ids: list[int]) -> None:
     runs a batch's calls concurrently and records them in a few statements."""
     if not attempt_ids:
         return
-    from workers.tasks import execute_attempts
-
     size = max(1, settings.ORCHESTRA_ATTEMPT_BATCH)
     for start in range(0, len(attempt_ids), size):
         # If the broker cannot take them, they stay queued and a later step sends them again (_resend_lost).
-        task_send(execute_attempts, (attempt_ids[start : start + size],))
+        queues.send(queues.EXECUTE_ATTEMPTS, attempt_ids[start : start + size])
 
 
 def _resend_lost(state: State) -> None:
@@ -565,7 +586,7 @@ def run_step(*, run_id: int) -> None:
         if run is None:
             log.warning("run %s no longer exists", run_id)
             return
-        if run.status in TERMINAL:
+        if run.status in RUN_ENDED:
             return
         state = _load(run)
         # Registered first, so the attempts go out right after COMMIT, ahead of the events'

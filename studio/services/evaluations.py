@@ -20,6 +20,7 @@ from django.core.cache import cache
 from django.db import transaction
 from django.utils import timezone
 
+from studio import queues
 from studio.errors import Invalid, NotFound
 from studio.models import JOB_ACTIVE, Checkpoint, CheckpointKind, EvaluationRun, JobStatus, TrainingJob, User
 from studio.services.training import check_learned_config, shipped_outcomes, training_job_fail
@@ -128,9 +129,7 @@ def evaluation_create(*, user: User, options: dict[str, Any]) -> EvaluationRun:
     checkpoint = policy_checkpoint(checkpoint_id) if checkpoint_id is not None else None
     config = evaluation_config(**options, checkpoint=checkpoint)
     run = EvaluationRun.objects.create(config=config, checkpoint=checkpoint, created_by=user)
-    from workers.tasks import evaluate
-
-    transaction.on_commit(lambda: evaluate.apply_async((run.pk,), queue="training"))
+    transaction.on_commit(lambda: queues.send(queues.EVALUATE, run.pk))
     return run
 
 

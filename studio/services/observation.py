@@ -32,7 +32,11 @@ def admissible_pairs(run: Run) -> tuple[Pair, ...]:
     )
 
 
-def node_view(node: Node, attempts: list[Attempt], keys: dict[int, str], deps: list[int]) -> NodeView:
+def node_view(
+    node: Node, attempts: list[Attempt], keys: dict[int, str], deps: list[int], *, domain: str = "", benchmark: str = ""
+) -> NodeView:
+    """The node as the policy sees it; `domain` and `benchmark` are the task's, for a node
+    that has none of its own (every node but a recorded part)."""
     return NodeView(
         key=node.key,
         kind=node.kind,  # type: ignore[arg-type]
@@ -49,6 +53,7 @@ def node_view(node: Node, attempts: list[Attempt], keys: dict[int, str], deps: l
                 status=a.status,
                 error_kind=a.error_kind or None,
                 cost_usd=float(a.cost_usd),
+                output=a.envelope.get("output") if a.status == "ok" else None,
             )
             for a in attempts
             if a.primitive.name != "plan"
@@ -56,7 +61,18 @@ def node_view(node: Node, attempts: list[Attempt], keys: dict[int, str], deps: l
         plan=plan_from_json(node.plan) if node.plan else None,
         plan_failed=bool(node.metadata.get("plan_failed")),
         metadata=node.metadata,
+        domain=str(node.metadata.get("domain") or domain),
+        benchmark=str(node.metadata.get("benchmark") or benchmark),
     )
+
+
+def task_domain(run: Run, nodes: list[Node]) -> tuple[str, str]:
+    """(domain, benchmark) of the run's task: the task's own, else what the recordings of its
+    text say (the root's metadata: `engine._recorded`)."""
+    root = next((node for node in nodes if node.kind == "root"), None)
+    recorded = root.metadata if root is not None else {}
+    domain = run.task.domain or str(recorded.get("recorded_domain", ""))
+    return domain, run.task.benchmark or str(recorded.get("recorded_benchmark", ""))
 
 
 def budget_left(run: Run, node_count: int, max_depth_used: int) -> Budget:
@@ -78,13 +94,19 @@ def observe(
     pairs: tuple[Pair, ...] | None = None,
 ) -> Observation:
     keys = {node.pk: node.key for node in nodes}
+    domain, benchmark = task_domain(run, nodes)
     return Observation(
         task_text=run.task.text,
         decomposable=run.task.decomposable,
-        nodes=tuple(node_view(n, attempts.get(n.pk, []), keys, deps.get(n.pk, [])) for n in nodes),
+        nodes=tuple(
+            node_view(n, attempts.get(n.pk, []), keys, deps.get(n.pk, []), domain=domain, benchmark=benchmark)
+            for n in nodes
+        ),
         budget_left=budget_left(run, len(nodes), max((n.depth for n in nodes), default=0)),
         pairs=pairs if pairs is not None else admissible_pairs(run),
         cost_preference=run.cost_preference,
         task_metadata=run.task.metadata,
         best_of=run.best_of,
+        domain=domain,
+        benchmark=benchmark,
     )

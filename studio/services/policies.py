@@ -4,15 +4,19 @@ for a best-of-N run the default reward model that picks among the candidates."""
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
 from django.conf import settings
 
+from orchestrator.errors import CheckpointError
 from orchestrator.policies import make_policy
-from studio.errors import Invalid
+from studio.errors import Invalid, ServerError
 from studio.models import Checkpoint, CheckpointKind
 from studio.services.reward import reward_model_file
+
+log = logging.getLogger(__name__)
 
 CHECKPOINTED = {"learned"}  # policies that load a trained checkpoint
 
@@ -68,6 +72,13 @@ def check_policy(name: str, config: dict[str, Any], checkpoint: Checkpoint | Non
         raise Invalid("policy_config", "best_of uses the default reward model; promote a checkpoint to change it.")
     try:
         make_policy(name, policy_config(config, checkpoint))
+    except CheckpointError as exc:
+        # The file the studio keeps is at fault, not the request.
+        log.error("policy checkpoint %s does not load: %s", checkpoint.name if checkpoint else "?", exc)
+        raise ServerError(
+            f"The policy checkpoint {checkpoint.name if checkpoint else ''!r} cannot be loaded (the server's log "
+            "says why); an admin can promote another one or train one again."
+        ) from None
     except KeyError as exc:
         raise Invalid("policy", str(exc.args[0])) from None
     except (TypeError, ValueError, OSError, RuntimeError) as exc:

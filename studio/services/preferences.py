@@ -14,6 +14,7 @@ from orchestrator.reward.jsonl import PreferenceFormatError, PreferenceRecord, r
 from orchestrator.reward.plans import Plan
 from studio.errors import ApplicationError, Conflict, Invalid, NotFound
 from studio.models import (
+    RUN_ENDED,
     Domain,
     PairSource,
     PreferenceLabel,
@@ -29,7 +30,6 @@ from studio.permissions import check_role
 from studio.services.tasks import check_task_text
 from studio.storable import UnstorableText, check_storable
 
-ENDED = (RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.CANCELLED)
 IMPORTED_POLICY = "imported"
 MAX_SECONDS_SPENT = 24 * 3600
 
@@ -58,7 +58,7 @@ def check_pair_runs(run_a: Run, run_b: Run) -> None:
             f"and run {run_b.pk} of task {run_b.task_id}.",
         )
     for field, run in (("run_a_id", run_a), ("run_b_id", run_b)):
-        if run.status not in ENDED:
+        if run.status not in RUN_ENDED:
             raise Invalid(field, f"Run {run.pk} is still {run.status}; only finished runs can be compared.")
 
 

@@ -9,8 +9,20 @@ from django.db import transaction
 from django.utils import timezone
 
 from orchestrator.policies import COST_PRESETS
+from studio import queues
 from studio.errors import Conflict, Invalid, NotFound
-from studio.models import Admissibility, Attempt, AttemptStatus, Node, NodeStatus, Run, RunStatus, Task, User
+from studio.models import (
+    RUN_ENDED,
+    Admissibility,
+    Attempt,
+    AttemptStatus,
+    Node,
+    NodeStatus,
+    Run,
+    RunStatus,
+    Task,
+    User,
+)
 from studio.permissions import can_view_run, can_view_task
 from studio.services.events import run_event_append
 from studio.services.policies import check_policy, default_policy, run_checkpoint
@@ -71,7 +83,7 @@ def _locked_run(user: User, run_id: int) -> Run:
 @transaction.atomic
 def run_cancel(*, user: User, run_id: int) -> Run:
     run = _locked_run(user, run_id)
-    if run.status in {RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.CANCELLED}:
+    if run.status in RUN_ENDED:
         raise Conflict(f"Run {run_id} has already ended ({run.status}).")
     now = timezone.now()
     reason = f"cancelled by {user.username}"
@@ -150,7 +162,5 @@ def node_rerun(*, user: User, run_id: int, node_key: str, endpoint_id: int, prim
         payload={"key": node.key, "attempt": attempt.pk, "number": number, "endpoint": endpoint_id,
                  "primitive": primitive, "rerun_by": user.username},
     )  # fmt: skip
-    from workers.tasks import execute_attempt
-
-    transaction.on_commit(lambda: execute_attempt.delay(attempt.pk))
+    transaction.on_commit(lambda: queues.send(queues.EXECUTE_ATTEMPTS, [attempt.pk]))
     return attempt

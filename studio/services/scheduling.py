@@ -13,9 +13,7 @@ ORCHESTRA_RECOVERY_INTERVAL_S by one worker, steps the run once the broker is ba
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
 from datetime import timedelta
-from typing import Any
 
 from django.conf import settings
 from django.core.cache import cache
@@ -23,6 +21,7 @@ from django.db.models import OuterRef, Subquery
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from studio import queues
 from studio.models import Run, RunEvent, RunStatus
 
 log = logging.getLogger(__name__)
@@ -35,39 +34,15 @@ def _mark(run_id: int) -> str:
     return f"run-step-queued:{run_id}"
 
 
-def task_send(task: Any, args: Sequence[Any], **options: Any) -> bool:
-    """Send a Celery task; False (logged) when the broker cannot take it. The pooled producer
-    is tried first (it waits out a short outage: CELERY_TASK_PUBLISH_RETRY_POLICY), then a new
-    connection: after Redis restarts, a pooled producer may still hold a channel of the old
-    connection and fail at once (kombu: AttributeError in `_connparams`)."""
-    try:
-        if options:
-            task.apply_async(tuple(args), **options)
-        else:
-            task.delay(*args)
-        return True
-    except Exception:
-        log.info("sending %s through the producer pool failed; trying a new connection", task.name, exc_info=True)
-    try:
-        with task.app.connection_for_write() as connection:
-            task.apply_async(tuple(args), connection=connection, **options)
-        return True
-    except Exception:
-        log.warning("could not send %s%s: the broker is unreachable", task.name, tuple(args), exc_info=True)
-        return False
-
-
 def step_request(run_id: int) -> None:
     """Queue a step of the run unless one is already queued. Call after commit. Never raises:
     a step that cannot be queued now is taken by the next `runs_recover`."""
-    from workers.tasks import run_step
-
     try:
         first = cache.add(_mark(run_id), 1, timeout=MARK_TTL_S)
     except Exception:  # the cache is Redis; the broker may still be fine
         log.warning("cache unreachable; queueing a step of run %s anyway", run_id, exc_info=True)
         first = True
-    if first and not task_send(run_step, (run_id,)):
+    if first and not queues.send(queues.RUN_STEP, run_id):
         log.warning("run %s: no step queued; the recovery sweep will step it", run_id)
         step_started(run_id)  # a mark with no message behind it would hold back the next request
 
@@ -110,8 +85,6 @@ def runs_recover(*, quiet_s: float | None = None) -> list[int]:
 def recovery_request() -> bool:
     """Queue one `workers.runs_recover` per ORCHESTRA_RECOVERY_INTERVAL_S, whichever worker asks
     first; True if this call queued it. Never raises (the cache or broker may be away)."""
-    from workers.tasks import runs_recover as runs_recover_task
-
     interval = settings.ORCHESTRA_RECOVERY_INTERVAL_S
     try:
         if not cache.add(RECOVERY_MARK, 1, timeout=max(1, interval - 1)):
@@ -119,4 +92,4 @@ def recovery_request() -> bool:
     except Exception:
         log.warning("cache unreachable; no recovery sweep for %s s", interval, exc_info=True)
         return False
-    return task_send(runs_recover_task, ())
+    return queues.send(queues.RUNS_RECOVER)

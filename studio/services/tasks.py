@@ -5,6 +5,7 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 
+from orchestrator.checking import checker_names, has_checker
 from orchestrator.embedding import question_of
 from studio.errors import Invalid
 from studio.models import Domain, Task, User
@@ -33,11 +34,8 @@ def task_create(
     check_task_text(text)
     if domain and domain not in Domain.values:
         raise Invalid("domain", f"Unknown domain {domain!r}; use one of {', '.join(Domain.values)}.")
-    if checker:
-        from workers.checkers import benchmark_key, checker_names
-
-        if benchmark_key(checker) not in checker_names():
-            raise Invalid("checker", f"Unknown checker {checker!r}; use one of {', '.join(checker_names())}.")
+    if checker and not has_checker(checker):
+        raise Invalid("checker", f"Unknown checker {checker!r}; use one of {', '.join(checker_names())}.")
     return Task.objects.create(
         owner=owner,
         text=text,
@@ -60,7 +58,6 @@ def task_create_composite(*, owner: User, items: list[tuple[str, str]], text: st
     if not 1 <= len(items) <= 32:
         raise Invalid("items", f"A composite task has 1 to 32 items, not {len(items)}.")
     parts: list[dict[str, Any]] = []
-    domains: set[str] = set()
     for source, item_id in items:
         rows = list(
             RecordedOutcome.objects.filter(source=source, item_id=item_id)
@@ -70,20 +67,18 @@ def task_create_composite(*, owner: User, items: list[tuple[str, str]], text: st
         if not rows:
             raise Invalid("items", f"There is no recorded item {item_id!r} in source {source!r}.")
         first = rows[0]
-        domains.add(first["domain"])
         parts.append(
             {
                 "source": source,
                 "item_id": item_id,
                 "prompt": first["prompt"],
                 "benchmark": first["benchmark"],
+                "domain": first["domain"],
                 "gold": first["gold"],
                 "recorded_pairs": sorted({(r["model"], r["primitive"]) for r in rows}),
             }
         )
-    domains = {
-        RecordedOutcome.objects.filter(source=s, item_id=i).values_list("domain", flat=True)[0] for s, i in items
-    }
+    domains = {part["domain"] for part in parts}
     body = text or "Answer each part:\n\n" + "\n\n".join(
         f"Part {n}: {question_of(p['prompt'])}" for n, p in enumerate(parts, 1)
     )

@@ -17,6 +17,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from studio import queues
 from studio.errors import Conflict, Invalid, NotFound
 from studio.models import JOB_ACTIVE, Checkpoint, CheckpointKind, JobStatus, TrainingJob, User
 from studio.notifier import notifier
@@ -106,7 +107,7 @@ def check_reward_config(config: dict[str, Any]) -> None:
 
 
 def shipped_outcomes() -> list[Path]:
-    return sorted((Path(settings.BASE_DIR) / "data" / "outcomes").glob("*.jsonl.gz"))
+    return sorted(Path(settings.OUTCOMES_DIR).glob("*.jsonl.gz"))
 
 
 @transaction.atomic
@@ -114,9 +115,7 @@ def training_job_create(*, user: User, kind: str, config: dict[str, Any]) -> Tra
     """Queue a training job; it starts when a worker on queue `training` is free."""
     check_training_config(kind, config)
     job = TrainingJob.objects.create(kind=kind, config=config, created_by=user)
-    from workers.tasks import train
-
-    transaction.on_commit(lambda: train.delay(job.pk))
+    transaction.on_commit(lambda: queues.send(queues.TRAIN, job.pk))
     return job
 
 

@@ -86,6 +86,8 @@ USE_TZ = True
 STATIC_URL = "/static/"
 STATIC_ROOT: Path | None = BASE_DIR / "staticfiles"
 FRONTEND_DIST = BASE_DIR / "frontend" / "dist"
+# The shipped recorded outcomes (and their prices.json): what training, evaluation and the demo pool read.
+OUTCOMES_DIR = BASE_DIR / "data" / "outcomes"
 STATICFILES_DIRS = [FRONTEND_DIST] if FRONTEND_DIST.is_dir() else []
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},

@@ -67,8 +67,8 @@ def test_best_of_4_executes_one_pair_chosen_among_4_scored_candidates(
     assert (run.policy, run.best_of) == ("learned", 4)
     attempts = Attempt.objects.filter(node__run=run)
     assert attempts.count() == 1  # only the chosen plan is executed
-    root = next(node for node in tree["nodes"] if node["key"] == "root")
-    best_of = root["best_of"]
+    root = next(node for node in tree["nodes"] if node.key == "root")
+    best_of = root.metadata["best_of"]
     assert best_of["n"] == 4 and len(best_of["candidates"]) == 4 and best_of["scoring_tokens"] == 0
     chosen = best_of["candidates"][best_of["chosen"]]
     assert chosen["reward"] == max(c["reward"] for c in best_of["candidates"])

@@ -9,12 +9,14 @@ from typing import Any
 import pytest
 from django.test import override_settings
 
+from orchestrator.learning import features
 from orchestrator.learning.method import LearnedConfig
+from orchestrator.outcomes import DOMAINS
 from orchestrator.train_policy import train
-from studio.models import Attempt, Checkpoint, JobStatus, ModelPool, Role, TrainingJob
+from studio.models import Attempt, Checkpoint, JobStatus, ModelPool, RecordedOutcome, Role, TrainingJob
 from studio.services.outcomes import outcomes_import
 from studio.services.runs import run_create
-from studio.services.tasks import task_create
+from studio.services.tasks import task_create, task_create_composite
 from studio.services.training import checkpoint_promote
 from tests.factories import UserFactory
 from tests.orchestrator.synthetic import write
@@ -92,6 +94,45 @@ def test_a_trained_checkpoint_drives_runs(
         assert Attempt.objects.filter(node__run=run).count() == 1  # one node, solved at the first try
     # A higher cost preference never buys a dearer answer.
     assert runs[1].cost_usd <= runs[0].cost_usd
+
+
+def test_the_domain_of_a_recorded_item_reaches_the_policys_features(
+    celery_worker: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Tasks that do not say their domain: one whose item is recorded (the recordings say it),
+    and a composite of two items of different domains (each part carries its item's). Odd
+    synthetic items are `reasoning`, even ones `math`."""
+    outcomes, vectors = synthetic_outcomes(tmp_path)
+    outcomes_import(path=outcomes, prices={}, pool_name="synthetic-replay")
+    pool = ModelPool.objects.get(name="synthetic-replay")
+    researcher = UserFactory(role=Role.RESEARCHER)
+    monkeypatch.setitem(training.TRAINERS, "policy", tiny_trainer(outcomes, vectors))
+    seen: list[tuple[list[str], Any]] = []
+    real = features.task_features
+
+    def watched(embeddings: Any, domains: list[str]) -> Any:
+        features = real(embeddings, domains)
+        seen.append((list(domains), features))
+        return features
+
+    monkeypatch.setattr("orchestrator.policies.learned.task_features", watched)
+    source = str(RecordedOutcome.objects.filter(item_id="t.3").values_list("source", flat=True).first())
+    with override_settings(DATA_DIR=tmp_path):
+        job = TrainingJob.objects.create(kind="policy", config={"seed": 0}, created_by=researcher)
+        training.run_job(job.pk)
+        plain = task_create(owner=researcher, text="question 3", metadata={"item_id": "t.3"})
+        composite = task_create_composite(owner=researcher, items=[(source, "t.3"), (source, "t.4")])
+        domains_seen = []
+        for task in (plain, composite):
+            assert task.domain == ""  # neither says it
+            seen.clear()
+            run = wait_for_run(run_create(owner=researcher, task_id=task.pk, pool_id=pool.pk, policy="learned").pk)
+            assert run.status == "succeeded", run.end_reason
+            domains_seen.append(sorted({domains[0] for domains, _ in seen}))
+            for domains, vector in seen:
+                onehot = vector[0, -len(DOMAINS) :]
+                assert onehot[DOMAINS.index(domains[0])] == 1.0 and onehot.sum() == 1.0
+    assert domains_seen == [["reasoning"], ["math", "reasoning"]]
 
 
 def test_a_failing_trainer_marks_the_job_failed(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

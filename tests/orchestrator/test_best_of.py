@@ -44,7 +44,7 @@ def observe(best_of: int, *, attempts: tuple[AttemptView, ...] = (), lam: float 
     root = NodeView(key="root", kind="root", text="question 3", status="ready", depth=0, attempts=attempts)
     return Observation(
         task_text="question 3", decomposable=False, nodes=(root,), budget_left=Budget(), pairs=PAIRS_SEEN,
-        cost_preference=lam, task_metadata={"domain": "math"}, best_of=best_of,
+        cost_preference=lam, domain="math", best_of=best_of,
     )  # fmt: skip
 
 

@@ -8,7 +8,10 @@ import numpy as np
 import pytest
 import torch
 
-from orchestrator.learning.method import LearnedConfig
+from orchestrator.learning.context_io import context_from_payload
+from orchestrator.learning.dataset import encode
+from orchestrator.learning.method import LearnedConfig, route_batch
+from orchestrator.learning.model import load_checkpoint
 from orchestrator.outcomes import write_outcomes
 from orchestrator.policies import make_policy
 from orchestrator.policies.learned import LearnedPolicy
@@ -85,7 +88,7 @@ def _policy(checkpoint: Checkpoint, **config: object) -> LearnedPolicy:
 def _observe(*nodes: NodeView, text: str, **fields: object) -> Observation:
     base: dict[str, object] = {
         "task_text": text, "decomposable": False, "nodes": nodes, "budget_left": Budget(),
-        "pairs": RUNTIME_PAIRS, "task_metadata": {"domain": "math"},
+        "pairs": RUNTIME_PAIRS, "domain": "math",
     }  # fmt: skip
     base.update(fields)
     return Observation(**base)  # type: ignore[arg-type]
@@ -130,6 +133,26 @@ def test_decides_to_delegate_plain_tasks_and_splits_composite_ones(checkpoint: C
     items = [{"prompt": "question 6", "item_id": "t.6"}, {"prompt": "question 7", "item_id": "t.7"}]
     composite = _observe(_root("two questions"), text="two", decomposable=True, task_metadata={"items": items})
     assert isinstance(check_action(policy.act(composite), composite), Decompose)
+
+
+def test_a_live_decision_is_the_evaluations_first_call(checkpoint: Checkpoint) -> None:
+    """On items it never saw, the runtime policy calls first the pair that the evaluation's
+    episode calls first for the same item, checkpoint and λ: the same features, the same net."""
+    path, _ = checkpoint
+    table, emb = synthetic_table(n=40, seed=1)
+    net, payload = load_checkpoint(path)
+    context = context_from_payload(payload["context"])
+    batch = encode(table, emb, context, with_outcomes=False)
+    pairs = tuple(Pair(PairRef(j + 1, prim), f"replay/{model}") for j, (model, prim) in enumerate(table.pairs))
+    for lam in (0.0, 0.05, 1.0):
+        routes = route_batch(net, batch, table, lam, max_steps=3)
+        policy = make_policy("learned", {"checkpoint": str(path), "embedder": lookup_embedder(table, emb)})
+        for i in range(table.n_items):
+            text = table.prompts[i]
+            observation = _observe(_root(text), text=text, pairs=pairs, domain=table.domains[i], cost_preference=lam)
+            action = policy.act(observation)
+            assert isinstance(action, Solve)
+            assert action.pair.endpoint_id - 1 == routes.executed[i][0], (lam, i)
 
 
 def test_needs_a_checkpoint(monkeypatch: pytest.MonkeyPatch) -> None:

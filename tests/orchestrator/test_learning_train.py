@@ -6,7 +6,7 @@ import numpy as np
 import torch
 
 from orchestrator.learning.dataset import encode, make_context
-from orchestrator.learning.episode import EpisodeBatch
+from orchestrator.learning.episode import EpisodeBatch, rollout, violations
 from orchestrator.learning.method import LearnedConfig, LearnedMethod, fit_policy
 from orchestrator.learning.model import PolicyConfig, PolicyNet
 from orchestrator.learning.rl import RLConfig, evaluate_reward, group_advantages, train_rl
@@ -123,3 +123,18 @@ def test_sft_stays_finite_when_an_item_has_a_single_pair() -> None:
     metrics = train_sft(net, batch, SFTConfig(reliability_epochs=1, epochs=2, batch_size=16))
     assert np.isfinite(metrics["loss/sft"]) and np.isfinite(metrics["loss/reliability"])
     assert all(torch.isfinite(p).all() for p in net.parameters())
+
+
+def test_violations_count_the_unavailable_pairs_an_episode_executed() -> None:
+    """What `rl/violations` counts: zero for the masked sampling, one for a forced pick of a
+    pair the item does not have."""
+    batch = _episodes().rows(torch.arange(4))
+    batch.available[:, 0] = False
+    net = PolicyNet(PolicyConfig(hidden=32))
+    lam = torch.zeros(4)
+    sampled = rollout(net, batch, lam, max_steps=3, mode="sample", generator=torch.Generator().manual_seed(0))
+    assert violations(batch, sampled).tolist() == [0.0] * 4
+    p = batch.available.shape[1]
+    forced = torch.tensor([[0, p], [1, p], [0, p], [1, p]])
+    picked = rollout(net, batch, lam, max_steps=3, mode="forced", forced=forced)
+    assert violations(batch, picked).tolist() == [1.0, 0.0, 1.0, 0.0]

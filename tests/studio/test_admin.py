@@ -58,3 +58,44 @@ def test_admin_lists_search_and_filter(admin_client: Client) -> None:
         response = admin_client.get(path)
         assert response.status_code == 200, path
     assert b"claude-v2" in admin_client.get("/admin/studio/modelendpoint/?q=claude").content
+
+
+def test_admin_endpoint_writes_keep_the_services_rules(admin_client: Client) -> None:
+    pool = PoolFactory()
+    form = {
+        "pool": pool.pk,
+        "name": "odd",
+        "model": "openai/gpt 4o",
+        "api_base": "ftp://example.com/v1",
+        "descriptors": "{}",
+        "admissibilities-TOTAL_FORMS": "0",
+        "admissibilities-INITIAL_FORMS": "0",
+    }
+    response = admin_client.post("/admin/studio/modelendpoint/add/", form)
+    assert response.status_code == 200  # the form again, with the services' sentences
+    assert b"model must be a litellm model string without spaces" in response.content
+    assert b"api_base must be an http:// or https:// URL" in response.content
+    assert not ModelEndpoint.objects.exists()
+
+    endpoint = EndpointFactory(pool=pool, name="kept", model="openai/gpt-4o-mini")
+    change = {**form, "name": "kept", "model": "openai/gpt-4o", "api_base": "https://llm.example.com/v1"}
+    response = admin_client.post(f"/admin/studio/modelendpoint/{endpoint.pk}/change/", change)
+    assert response.status_code == 302, response.content[:2000]
+    endpoint.refresh_from_db()
+    assert (endpoint.model, endpoint.api_base) == ("openai/gpt-4o", "https://llm.example.com/v1")
+
+    # A pool's page lists its endpoints read only: what it posts for them changes nothing.
+    page = admin_client.get(f"/admin/studio/modelpool/{pool.pk}/change/")
+    assert page.status_code == 200 and b"kept" in page.content
+    admin_client.post(
+        f"/admin/studio/modelpool/{pool.pk}/change/",
+        {
+            "name": pool.name, "description": "",
+            "endpoints-TOTAL_FORMS": "2", "endpoints-INITIAL_FORMS": "1",
+            "endpoints-0-id": endpoint.pk, "endpoints-0-pool": pool.pk, "endpoints-0-model": "bad model",
+            "endpoints-1-pool": pool.pk, "endpoints-1-name": "sneaked", "endpoints-1-model": "openai/x",
+        },
+    )  # fmt: skip
+    endpoint.refresh_from_db()
+    assert endpoint.model == "openai/gpt-4o"
+    assert not ModelEndpoint.objects.filter(name="sneaked").exists()

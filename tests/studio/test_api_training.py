@@ -64,8 +64,11 @@ def test_a_bad_policy_config_is_named_before_the_job_is_queued(api_as) -> None:
     response = api.post("/training/jobs", {"kind": "policy", "config": {"learned": {"sft": {"lam_min": 3}}}})
     assert "sft: lam_min (3.0) must be at most lam_max (2.0)" in response.json_body["detail"]
     response = api.post("/training/jobs", {"kind": "policy", "config": {"sft": {}, "seeds": 1}})
+    assert response.status_code == 422
+    assert {error["field"] for error in response.json_body["errors"]} == {"config.sft", "config.seeds"}
+    response = api.post("/training/jobs", {"kind": "policy", "config": {"rm": {}}})
     assert (
-        "Not an option of a policy job: seeds, sft; known: demo, learned, outcomes, replaces, seed."
+        "Not an option of a policy job: rm; known: demo, learned, outcomes, replaces, seed."
         in (response.json_body["detail"])
     )
     good = {"learned": {"sft": {"epochs": 2}, "rl": {"iterations": 0}}, "seed": 1}

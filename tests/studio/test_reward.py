@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -11,7 +10,8 @@ import numpy as np
 import pytest
 from django.test import override_settings
 
-from orchestrator.policies import best_of
+from orchestrator import filecache
+from orchestrator.reward.model import RewardModel
 from orchestrator.reward.plans import Plan
 from studio.errors import Invalid
 from studio.models import Checkpoint, CheckpointKind
@@ -60,20 +60,29 @@ def test_a_missing_file_means_no_scorer_and_a_warning(data_dir: Path, caplog: py
     assert "has no file" in caplog.text
 
 
-def test_the_scorer_scores_plans_and_is_cached_per_file_version(data_dir: Path) -> None:
-    checkpoint = default_rm(data_dir)
+def test_the_scorer_scores_plans_and_is_loaded_once_per_file_version(
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    loads: list[str] = []
+    load = RewardModel.load.__func__  # type: ignore[attr-defined]
+
+    def counted(cls: type[RewardModel], path: Path) -> RewardModel:
+        loads.append(Path(path).name)
+        return load(cls, path)
+
+    monkeypatch.setattr(RewardModel, "load", classmethod(counted))
+    filecache.forget()
+    default_rm(data_dir)
     scorer = default_scorer()
     assert scorer is not None
     plans = [Plan.single("gpt-4", "direct"), Plan.single("mistral-7b-chat", "direct")]
     scores = scorer(["question 1", "question 1"], plans)
     assert scores.shape == (2,) and np.isfinite(scores).all()
-    loaded = dict(best_of._MODELS)
     default_scorer()
-    path = data_dir / checkpoint.path
-    assert loaded == best_of._MODELS and list(loaded) == [(str(path), os.stat(path).st_mtime)]
-    second = default_rm(data_dir, "rm-2")  # promoted: the next scorer is the new model's
+    assert loads == ["rm-1.pt"]
+    default_rm(data_dir, "rm-2")  # promoted: the next scorer is the new model's
     default_scorer()
-    assert [key[0] for key in best_of._MODELS] == [str(data_dir / second.path)]
+    assert loads == ["rm-1.pt", "rm-2.pt"]
 
 
 def test_the_labeling_queue_orders_by_the_default_reward_model(data_dir: Path) -> None:

@@ -2,12 +2,25 @@ from __future__ import annotations
 
 import pytest
 
+from studio import queues
 from studio.services.scheduling import step_request, step_started
 
 
-def test_a_burst_of_requests_queues_one_step_until_it_starts(monkeypatch: pytest.MonkeyPatch) -> None:
+def sent_to(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The runs whose step `studio.queues.send` is asked to send, in order."""
     queued: list[int] = []
-    monkeypatch.setattr("workers.tasks.run_step.delay", queued.append)
+
+    def send(name: str, *args: object, countdown: float | None = None) -> bool:
+        assert name == queues.RUN_STEP
+        queued.append(int(args[0]))  # type: ignore[call-overload]
+        return True
+
+    monkeypatch.setattr(queues, "send", send)
+    return queued
+
+
+def test_a_burst_of_requests_queues_one_step_until_it_starts(monkeypatch: pytest.MonkeyPatch) -> None:
+    queued = sent_to(monkeypatch)
     for _ in range(5):
         step_request(424242)
     assert queued == [424242]
@@ -18,8 +31,7 @@ def test_a_burst_of_requests_queues_one_step_until_it_starts(monkeypatch: pytest
 
 
 def test_an_unreachable_cache_still_queues_the_step(monkeypatch: pytest.MonkeyPatch) -> None:
-    queued: list[int] = []
-    monkeypatch.setattr("workers.tasks.run_step.delay", queued.append)
+    queued = sent_to(monkeypatch)
 
     def broken(*args: object, **kwargs: object) -> bool:
         raise ConnectionError("redis is down")

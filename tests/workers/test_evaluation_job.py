@@ -12,8 +12,9 @@ import pytest
 from django.test import override_settings
 
 from studio.models import EvaluationRun, JobStatus
+from studio.services import evaluation_jobs as evaluation
 from studio.services.evaluations import evaluation_config
-from workers import evaluation, tasks
+from workers import tasks
 
 pytestmark = pytest.mark.django_db
 

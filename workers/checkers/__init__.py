@@ -8,10 +8,10 @@ A checker never raises on a bad answer; it says why the answer failed.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from orchestrator.checking import KINDS, benchmark_key, checker_names
 from workers.checkers.choice import check_choice, extract_choice
 from workers.checkers.code import check_code
 from workers.checkers.extract import extract_final_answer, last_boxed
@@ -25,37 +25,15 @@ class Checker(Protocol):
     def __call__(self, answer: str, gold: Any, *, item: dict[str, Any] | None = None) -> CheckResult: ...
 
 
-_CHECKERS: dict[str, Checker] = {
-    **dict.fromkeys(["gsm8k", "mgsm", "svamp", "multiarith", "asdiv"], check_number),
-    **dict.fromkeys(["math", "math500", "math_500"], check_math),
-    **dict.fromkeys(
-        [
-            "multiple_choice",
-            "mmlu",
-            "arc",
-            "arc_c",
-            "arc_challenge",
-            "arc_easy",
-            "gpqa",
-            "csqa",
-            "commonsenseqa",
-            "obqa",
-            "openbookqa",
-            "aqua",
-            "aqua_rat",
-        ],
-        check_choice,
-    ),
-    **dict.fromkeys(["humaneval", "mbpp"], check_code),
-    "bfcl": check_function_calls,
-    **dict.fromkeys(["hotpotqa", "nq", "natural_questions", "triviaqa"], check_qa),
+BY_KIND: dict[str, Checker] = {
+    "number": check_number,
+    "math": check_math,
+    "choice": check_choice,
+    "code": check_code,
+    "function_calls": check_function_calls,
+    "qa": check_qa,
 }
-
-
-def benchmark_key(benchmark: str) -> str:
-    """ "ARC-Challenge" -> "arc_challenge"; every BFCL category ("bfcl_parallel") -> "bfcl"."""
-    key = re.sub(r"[\s\-/]+", "_", benchmark.strip().lower())
-    return "bfcl" if key.startswith("bfcl") else key
+_CHECKERS: dict[str, Checker] = {name: BY_KIND[kind] for name, kind in KINDS.items()}
 
 
 def checker_for(benchmark: str) -> Callable[..., CheckResult]:
@@ -65,11 +43,6 @@ def checker_for(benchmark: str) -> Callable[..., CheckResult]:
         known = ", ".join(sorted(_CHECKERS))
         raise KeyError(f"No answer checker for benchmark {benchmark!r}. Known benchmarks: {known}.")
     return _CHECKERS[key]
-
-
-def checker_names() -> list[str]:
-    """Every name a task's `checker` may take."""
-    return sorted(_CHECKERS)
 
 
 def check(benchmark: str, answer: str, gold: Any, *, item: dict[str, Any] | None = None) -> CheckResult:

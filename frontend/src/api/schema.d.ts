@@ -1341,7 +1341,10 @@ export interface components {
             /** Username */
             username: string;
         };
-        /** NodeOut */
+        /**
+         * NodeOut
+         * @description A node of `studio.selectors.tree.run_tree`.
+         */
         NodeOut: {
             /** Answer */
             answer: string;
@@ -2015,6 +2018,57 @@ export interface components {
             /** Tokens Out */
             tokens_out: number;
         };
+        /**
+         * TrainingConfigIn
+         * @description A job's options. A policy job takes `learned` and `demo`; a reward-model job `rm`,
+         *     `preferences` and `live_runs`; an option of the other kind is a 422 naming it.
+         */
+        TrainingConfigIn: {
+            /**
+             * Demo
+             * @description policy: the demo policy's job, as `make up` queues it
+             */
+            demo?: boolean | null;
+            /**
+             * Learned
+             * @description policy: the learned policy's sections (docs/learning.md)
+             */
+            learned?: {
+                [key: string]: unknown;
+            } | null;
+            /**
+             * Live Runs
+             * @description reward model: train on finished runs too (default true)
+             */
+            live_runs?: boolean | null;
+            /**
+             * Outcomes
+             * @description shipped outcome files to train on (GET /api/evaluations/options lists them); default all
+             */
+            outcomes?: string[];
+            /**
+             * Preferences
+             * @description reward model: train on human labels too (default true)
+             */
+            preferences?: boolean | null;
+            /**
+             * Replaces
+             * @description a checkpoint of the same kind this one replaces
+             */
+            replaces?: number | null;
+            /**
+             * Rm
+             * @description reward model: OrchRM's sections (docs/reward.md)
+             */
+            rm?: {
+                [key: string]: unknown;
+            } | null;
+            /**
+             * Seed
+             * @default 0
+             */
+            seed: number;
+        };
         /** TrainingJobDetailOut */
         TrainingJobDetailOut: {
             /** Checkpoint Id */
@@ -2053,13 +2107,7 @@ export interface components {
         };
         /** TrainingJobIn */
         TrainingJobIn: {
-            /**
-             * Config
-             * @description seed, outcomes (shipped file names; default all), and trainer sizes (docs/learning.md)
-             */
-            config?: {
-                [key: string]: unknown;
-            };
+            config?: components["schemas"]["TrainingConfigIn"];
             /** @default policy */
             kind: components["schemas"]["CheckpointKind"];
         };

@@ -10,6 +10,7 @@
 //   attempt.finished [attempt, node, status, answer, tokens_in, tokens_out, cost_usd, latency_s, error_kind, error_message]
 //   protocol.violation [action, reason, count]
 //   run.finished [status, reason, answer?, verification?, tokens_in?, tokens_out?, cost_usd?, latency_s?]
+//   run.verified [verification]     (a checker's verdict, after run.finished: studio/services/verification.py)
 import dagre from "@dagrejs/dagre";
 
 import type { Attempt, Run, Tree, TreeNode } from "../api/types";
@@ -129,6 +130,8 @@ export function applyEvent(tree: LiveTree, event: LiveEvent, options: ApplyOptio
       }
       next.nodes = nodes;
     }
+  } else if (type === "run.verified") {
+    next.run = { ...tree.run, verification: (p.verification as Record<string, unknown>) ?? tree.run.verification };
   } else if (type === "node.created") {
     const node = newNode(p);
     const i = index.get(node.key);

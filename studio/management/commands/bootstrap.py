@@ -41,7 +41,7 @@ class Command(BaseCommand):
         else:
             self.stdout.write(f"Admin user: {user.username}")
         primitives_seed()
-        outcomes = Path(settings.BASE_DIR) / "data" / "outcomes"
+        outcomes = Path(settings.OUTCOMES_DIR)
         files = sorted(outcomes.glob("*.jsonl.gz"))
         if not files:
             self.stdout.write(self.style.WARNING(f"No recorded outcomes in {outcomes}; no demo pool."))

@@ -1,7 +1,7 @@
 """`python manage.py evaluate [options of python -m orchestrator.evaluate]`: the same
 evaluation, stored as an EvaluationRun (its JSON report and Pareto plot) for the studio.
-It runs in the command's process through workers.evaluation, as POST /api/evaluations does
-in a worker."""
+It runs in the command's process (studio.services.evaluation_jobs), as POST /api/evaluations
+does in a worker."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ class Command(BaseCommand):
 
     def evaluate(self, args: list[str]) -> int:
         from orchestrator.evaluate import main
-        from workers.evaluation import evaluate_into
+        from studio.services.evaluation_jobs import evaluate_into
 
         if {"-h", "--help"} & set(args):
             return main(["--help"])

@@ -26,7 +26,7 @@ def count_lines(path: Path) -> int | None:
 
 class Command(BaseCommand):
     help = (
-        "Load canonical recorded-outcome files (.jsonl or .jsonl.gz, see DESIGN.md) into the replay table, "
+        "Load canonical recorded-outcome files (.jsonl or .jsonl.gz, see docs/workers.md) into the replay table, "
         "and create a replay/<model> endpoint per recorded model, admissible with each recorded primitive. "
         "A file already loaded with the same content is skipped, so re-running is safe."
     )

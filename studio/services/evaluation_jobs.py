@@ -1,6 +1,6 @@
-"""Evaluations in a worker, and in `manage.py evaluate`: run `orchestrator.evaluate.main`
-into an EvaluationRun row (its progress, one step per method; then its JSON report and
-Pareto plot, or a failure in plain words)."""
+"""Running an evaluation into an EvaluationRun row, in a worker (`workers.evaluate`) and in
+`manage.py evaluate`: `orchestrator.evaluate.main` with its progress on the row (one step per
+method), then its JSON report and Pareto plot, or a failure in plain words."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ log = logging.getLogger(__name__)
 def evaluation_argv(evaluation_id: int, config: dict[str, Any]) -> list[str]:
     """The CLI options of a checked config (studio.services.evaluations.evaluation_config);
     the learned policy's config is written beside the report, where the CLI reads it."""
-    outcomes = Path(settings.BASE_DIR) / "data" / "outcomes"
+    outcomes = Path(settings.OUTCOMES_DIR)
     args = ["--outcomes", *(str(outcomes / name) for name in config["outcomes"])]
     if config.get("train"):
         args += ["--train", *(str(outcomes / name) for name in config["train"])]

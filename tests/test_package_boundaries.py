@@ -1,0 +1,50 @@
+"""The packages' boundaries, read from the source: every import statement, at module level and
+inside functions. `workers/` may import `studio/` (its services, selectors and models);
+`studio/` sends tasks by name (`studio.queues`) and imports nothing of `workers/`, so the two
+never import each other. `orchestrator/` imports neither."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def imports_of(package: str) -> dict[str, set[str]]:
+    """Source file -> the top-level packages it imports (absolute imports; relative ones stay inside)."""
+    found: dict[str, set[str]] = {}
+    for path in sorted((ROOT / package).rglob("*.py")):
+        if "migrations" in path.parts:
+            continue
+        names: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if isinstance(node, ast.Import):
+                names.update(alias.name.split(".")[0] for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names.add(node.module.split(".")[0])
+        found[str(path.relative_to(ROOT))] = names
+    return found
+
+
+def importers(package: str, target: str) -> list[str]:
+    return [path for path, names in imports_of(package).items() if target in names]
+
+
+def test_studio_and_workers_do_not_import_each_other() -> None:
+    assert importers("workers", "studio"), "the scan found no import of studio in workers: it reads nothing"
+    assert importers("studio", "workers") == []
+
+
+@pytest.mark.parametrize("other", ["studio", "workers", "django"])
+def test_orchestrator_imports_neither(other: str) -> None:
+    assert importers("orchestrator", other) == []
+
+
+def test_the_scan_sees_imports_inside_functions(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "mod.py").write_text("def f():\n    from workers.tasks import run_step\n    import json\n")
+    monkeypatch.setattr(f"{__name__}.ROOT", tmp_path)
+    assert importers("pkg", "workers") == ["pkg/mod.py"]
