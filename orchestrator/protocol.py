@@ -17,7 +17,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-NodeStatus = Literal["pending", "ready", "running", "succeeded", "failed", "skipped", "cancelled"]
+# `answered`: an attempt gave an answer that a policy reviewing answers has not accepted yet
+# (it may accept one of the node's answers, or ask another pair for a second opinion).
+NodeStatus = Literal["pending", "ready", "running", "answered", "succeeded", "failed", "skipped", "cancelled"]
 NodeKind = Literal["root", "subtask", "aggregate"]
 
 
@@ -49,6 +51,7 @@ class AttemptView:
     error_kind: str | None = None
     cost_usd: float = 0.0
     output: str | None = None  # what the pair answered (an ok attempt's output)
+    number: int = 0  # the attempt's number on its node (1, 2, ...)
 
 
 @dataclass(frozen=True)
@@ -161,6 +164,14 @@ class Aggregate:
 
 
 @dataclass(frozen=True)
+class Accept:
+    """Take the answer of the node's attempt number `attempt` (an ok one) as the node's answer."""
+
+    node: str
+    attempt: int
+
+
+@dataclass(frozen=True)
 class Finish:
     answer: str
 
@@ -170,7 +181,7 @@ class Wait:
     pass
 
 
-Action = Solve | Repair | Plan | Decompose | Aggregate | Finish | Wait
+Action = Solve | Repair | Plan | Decompose | Aggregate | Accept | Finish | Wait
 
 
 class ProtocolViolation(ValueError):
@@ -183,17 +194,24 @@ def check_action(action: object, observation: Observation, *, max_subtasks: int 
         if isinstance(action, Finish) and not isinstance(action.answer, str):
             raise ProtocolViolation("finish needs a text answer")
         return action
-    if not isinstance(action, Solve | Repair | Plan | Decompose | Aggregate):
+    if not isinstance(action, Solve | Repair | Plan | Decompose | Aggregate | Accept):
         raise ProtocolViolation(f"{type(action).__name__} is not an action")
     node = observation.node(action.node)
     if node is None:
         raise ProtocolViolation(f"there is no node {action.node!r}")
+    if isinstance(action, Accept):
+        if node.status != "answered":
+            raise ProtocolViolation(f"node {node.key!r} is {node.status}; only an answered node accepts an answer")
+        if not any(a.number == action.attempt and a.status == "ok" for a in node.attempts):
+            raise ProtocolViolation(f"node {node.key!r} has no ok attempt number {action.attempt}")
+        return action
     if isinstance(action, Solve | Repair | Plan):
         if not observation.admissible(action.pair):
             raise ProtocolViolation(f"pair {action.pair} is not admissible")
         if node.in_flight:
             raise ProtocolViolation(f"node {node.key!r} already has an attempt in flight")
-        if node.status != "ready":
+        # A second opinion on an answered node is a Solve with another pair.
+        if node.status != "ready" and not (node.status == "answered" and isinstance(action, Solve)):
             raise ProtocolViolation(f"node {node.key!r} is {node.status}; it cannot be solved now")
         if isinstance(action, Plan) and node.kind == "aggregate":
             raise ProtocolViolation("an aggregate node is not planned")

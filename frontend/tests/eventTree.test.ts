@@ -135,6 +135,18 @@ describe("the tree built from events", () => {
     expect(verified.run.status).toBe("succeeded");
   });
 
+  it("shows a node answered while the policy reviews its answer, then succeeded once it accepts one", () => {
+    const answered = applyEvents(start(), [
+      ...events.slice(0, 8),
+      { seq: 9, type: "node.answered", payload: { key: "root.item1", answer: "B", attempt: 1 } },
+    ]);
+    expect(byKey(answered).get("root.item1")!.status).toBe("answered");
+    const accepted = applyEvents(answered, [
+      { seq: 10, type: "node.succeeded", payload: { key: "root.item1", answer: "B", attempt: 1, accepted: true } },
+    ]);
+    expect(byKey(accepted).get("root.item1")!.status).toBe("succeeded");
+  });
+
   it("marks waiting nodes cancelled when the run is cancelled", () => {
     const tree = applyEvents(start(), [...events.slice(0, 8), { seq: 9, type: "run.finished", payload: { status: "cancelled", reason: "cancelled by admin" } }]);
     expect(tree.run.status).toBe("cancelled");

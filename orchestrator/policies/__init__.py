@@ -10,6 +10,9 @@ from orchestrator.protocol import Action, Observation
 
 class Policy(Protocol):
     name: str
+    # True: an answer leaves its node `answered`, for the policy to accept (Accept) or to ask
+    # another pair for a second opinion (Solve); False: the node succeeds with it.
+    reviews_answers: bool
 
     def act(self, observation: Observation) -> Action: ...
 

@@ -77,6 +77,7 @@ def _price(pair: Pair) -> float:
 
 class DefaultPolicy:
     name = "default"
+    reviews_answers = False  # a node succeeds with its first answer
 
     def __init__(self, config: DefaultConfig, *, embedder: Embedder | None = None) -> None:
         self.config = config

@@ -45,7 +45,7 @@ from orchestrator.envelope import TRANSIENT_ERRORS
 from orchestrator.filecache import load_once
 from orchestrator.learning.context_io import context_from_payload
 from orchestrator.learning.dataset import PoolContext
-from orchestrator.learning.episode import EpisodeBatch, step_logits
+from orchestrator.learning.episode import EpisodeBatch, reliability, step_logits
 from orchestrator.learning.features import (
     Calibration,
     PairInfo,
@@ -61,7 +61,7 @@ from orchestrator.learning.model import PolicyNet, load_checkpoint
 from orchestrator.learning.sft import SFTConfig
 from orchestrator.policies import COST_PRESETS, register
 from orchestrator.policies.default import DefaultConfig, DefaultPolicy
-from orchestrator.protocol import Action, NodeView, Observation, Pair, PairRef, Repair, Solve
+from orchestrator.protocol import Accept, Action, NodeView, Observation, Pair, PairRef, Repair, Solve
 
 PRESETS = COST_PRESETS  # λ in units of the pool's most expensive pair
 ASSUMED_TOKENS = (500, 250)  # (in, out) to price a pair the checkpoint never saw
@@ -147,6 +147,7 @@ class NodeEpisode:
 
 class LearnedPolicy(DefaultPolicy):
     name = "learned"
+    reviews_answers = True  # accept an answer, or ask for a second opinion, as its episodes do
 
     def __init__(self, config: LearnedPolicyConfig, *, embedder: Embedder | None = None) -> None:
         super().__init__(DefaultConfig(retries=config.retries, reward_model=config.reward_model), embedder=embedder)
@@ -159,6 +160,8 @@ class LearnedPolicy(DefaultPolicy):
     # --- the two learned choices ---
 
     def _act_on(self, node: NodeView, observation: Observation) -> Action | None:
+        if node.status == "answered" and not node.in_flight:
+            return self._review(node, observation)
         plain_task = not observation.task_metadata.get("items") and node.plan is None
         fresh_root = node.kind == "root" and node.status == "ready" and not node.in_flight and not node.attempts
         planning = fresh_root and observation.decomposable and plain_task and not node.plan_failed
@@ -185,6 +188,31 @@ class LearnedPolicy(DefaultPolicy):
             return self.solve_best_of(node, observation, proposals, sampler="policy softmax")
         choice = self.choose(node, observation, candidates)
         return Repair(node.key, choice) if node.attempts else Solve(node.key, choice)
+
+    def _review(self, node: NodeView, observation: Observation) -> Action:
+        """An answered node: call another pair, or finish with the answer the reliability head
+        trusts most (the next step of the episode, as `learning.episode.rollout` plays it)."""
+        tried = {a.pair for a in node.attempts}
+        by_ref = {pair.ref: pair for pair in observation.pairs}
+        candidates = [by_ref[ref] for ref in self._candidates(node, observation) if ref not in tried]
+        episode = self.episode(node, observation, candidates)
+        max_steps = self.loaded.max_steps
+        # Best-of-N chose the one pair to run among N scored plans: its answer is the one.
+        if candidates and episode.steps < max_steps and "best_of" not in node.metadata:
+            lam = torch.tensor([self.lam(observation)], dtype=torch.float32)
+            with torch.no_grad():
+                logits = step_logits(
+                    self.net, episode.batch, lam, episode.executed, episode.last, episode.steps, max_steps
+                )
+            choice = int(logits[0].argmax())
+            ref = episode.refs[choice] if choice < len(episode.refs) else None
+            if ref is not None and ref in by_ref:
+                return Solve(node.key, ref)  # a second opinion
+        with torch.no_grad():
+            trust = reliability(self.net, episode.batch, episode.executed)[0]
+        answered = {a.pair: a.number for a in node.attempts if a.status == "ok"}  # the latest per pair
+        best = max(answered, key=lambda pair: float(trust[episode.column(pair)]) if pair in episode.refs else -1.0)
+        return Accept(node.key, answered[best])
 
     # --- scoring ---
 

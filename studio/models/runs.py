@@ -122,6 +122,7 @@ class NodeStatus(models.TextChoices):
     PENDING = "pending"
     READY = "ready"
     RUNNING = "running"
+    ANSWERED = "answered"  # an answer awaits the policy's review: accepted, or a second opinion asked
     SUCCEEDED = "succeeded"
     FAILED = "failed"
     SKIPPED = "skipped"

@@ -28,8 +28,9 @@ from django.utils import timezone
 from orchestrator.checking import has_checker
 from orchestrator.outcomes import prompt_key
 from orchestrator.planner import plan_to_json
-from orchestrator.policies import make_policy
+from orchestrator.policies import Policy, make_policy
 from orchestrator.protocol import (
+    Accept,
     Action,
     Aggregate,
     Decompose,
@@ -197,7 +198,10 @@ def _set_status(state: State, node: Node, status: str, **payload: Any) -> None:
 # Folding attempts into nodes
 
 
-def _absorb(state: State) -> None:
+def _absorb(state: State, *, reviews: bool) -> None:
+    """Fold finished attempts into their nodes. With a policy that `reviews` answers, an
+    answer leaves its node `answered` (the policy accepts one, or asks for a second
+    opinion); else the node succeeds with it."""
     for node in state.nodes:
         attempts = state.node_attempts(node)
         if node.status != NodeStatus.RUNNING or not attempts or state.in_flight(node) or state.children(node):
@@ -205,14 +209,24 @@ def _absorb(state: State) -> None:
         last = attempts[-1]
         if last.primitive.name == "plan":
             _absorb_plan(state, node, last)
+        elif last.status == AttemptStatus.OK and reviews:
+            node.answer = last.envelope.get("answer") or ""  # provisional, until one is accepted
+            _set_status(state, node, NodeStatus.ANSWERED, answer=node.answer[:TEXT_IN_EVENTS], attempt=last.number)
         elif last.status == AttemptStatus.OK:
-            envelope = last.envelope
-            node.answer, node.output = envelope.get("answer") or "", envelope.get("output") or ""
-            recorded = (envelope.get("artifacts") or {}).get("recorded_score")
-            node.verification = {"recorded_score": recorded} if recorded is not None else {}
-            _set_status(state, node, NodeStatus.SUCCEEDED, answer=node.answer[:TEXT_IN_EVENTS], attempt=last.number)
+            _accept(state, node, last)
         elif last.status != AttemptStatus.CANCELLED:
-            _absorb_failure(state, node, last)
+            _absorb_failure(state, node, last, reviews=reviews)
+
+
+def _accept(state: State, node: Node, attempt: Attempt, **payload: Any) -> None:
+    """The node succeeds with `attempt`'s answer."""
+    envelope = attempt.envelope
+    node.answer, node.output = envelope.get("answer") or "", envelope.get("output") or ""
+    recorded = (envelope.get("artifacts") or {}).get("recorded_score")
+    node.verification = {"recorded_score": recorded} if recorded is not None else {}
+    _set_status(
+        state, node, NodeStatus.SUCCEEDED, answer=node.answer[:TEXT_IN_EVENTS], attempt=attempt.number, **payload
+    )
 
 
 def _absorb_plan(state: State, node: Node, attempt: Attempt) -> None:
@@ -224,10 +238,13 @@ def _absorb_plan(state: State, node: Node, attempt: Attempt) -> None:
         _set_status(state, node, NodeStatus.READY, plan_failed=attempt.error_message or attempt.error_kind)
 
 
-def _absorb_failure(state: State, node: Node, attempt: Attempt) -> None:
+def _absorb_failure(state: State, node: Node, attempt: Attempt, *, reviews: bool) -> None:
     tries = sum(1 for a in state.node_attempts(node) if a.primitive.name != "plan")
     reason = f"{attempt.error_kind or attempt.status}: {attempt.error_message}".strip(": ")
-    if tries >= MAX_ATTEMPTS_PER_NODE:
+    if reviews and any(a.status == AttemptStatus.OK for a in state.node_attempts(node)):
+        # A second opinion failed; the answers in hand stay for the policy to accept.
+        _set_status(state, node, NodeStatus.ANSWERED, after_failure=reason[:TEXT_IN_EVENTS], attempts=tries)
+    elif tries >= MAX_ATTEMPTS_PER_NODE:
         node.output = f"Gave up after {tries} attempts; the last: {reason}"
         _set_status(state, node, NodeStatus.FAILED, reason=node.output[:TEXT_IN_EVENTS])
     else:
@@ -486,6 +503,8 @@ def _apply(state: State, action: Action) -> str | None:
         return _decompose(state, action)
     elif isinstance(action, Aggregate):
         _aggregate(state, action)
+    elif isinstance(action, Accept) and node is not None:
+        _accept(state, node, state.node_attempts(node)[action.attempt - 1], accepted=True)
     return None
 
 
@@ -504,14 +523,20 @@ def _violation(state: State, action: object, error: Exception) -> None:
     emit(state, "protocol.violation", action=repr(action)[:500], reason=str(error)[:500], count=count)
 
 
-def _decide(state: State) -> None:
+def _policy(state: State) -> Policy | None:
+    """The run's policy; None, with the run ended, when it cannot be made (a checkpoint that no
+    longer loads: the run ends rather than fail every step again)."""
     run = state.run
     try:
-        policy = make_policy(run.policy, policy_config(run.policy_config, run.checkpoint, best_of=run.best_of))
-    except Exception as error:  # a checkpoint that no longer loads: end the run, do not retry it forever
+        return make_policy(run.policy, policy_config(run.policy_config, run.checkpoint, best_of=run.best_of))
+    except Exception as error:
         log.exception("policy %s could not be made for run %s", run.policy, run.pk)
         _end(state, RunStatus.FAILED, f"the policy {run.policy!r} could not be loaded: {type(error).__name__}: {error}")
-        return
+        return None
+
+
+def _decide(state: State, policy: Policy) -> None:
+    run = state.run
     pairs = admissible_pairs(run)
     violations = 0
     for _ in range(MAX_ACTIONS_PER_STEP):
@@ -595,11 +620,13 @@ def run_step(*, run_id: int) -> None:
         if run.status == RunStatus.PENDING:
             _start(state)
         _resend_lost(state)
-        _absorb(state)
-        _propagate(state)
-        reason = _budget_exceeded(state)
-        if reason is not None:
-            _end(state, RunStatus.FAILED, reason)
-        else:
-            _decide(state)
+        policy = _policy(state)
+        if policy is not None:
+            _absorb(state, reviews=policy.reviews_answers)
+            _propagate(state)
+            reason = _budget_exceeded(state)
+            if reason is not None:
+                _end(state, RunStatus.FAILED, reason)
+            else:
+                _decide(state, policy)
         _flush(state)

@@ -51,6 +51,7 @@ def node_view(
             AttemptView(
                 pair=PairRef(a.endpoint_id, a.primitive.name),
                 status=a.status,
+                number=a.number,
                 error_kind=a.error_kind or None,
                 cost_usd=float(a.cost_usd),
                 output=a.envelope.get("output") if a.status == "ok" else None,

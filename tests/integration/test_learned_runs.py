@@ -6,14 +6,19 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
+import torch
 from django.test import override_settings
 
 from orchestrator.learning import features
-from orchestrator.learning.method import LearnedConfig
+from orchestrator.learning.context_io import context_payload
+from orchestrator.learning.dataset import encode, make_context
+from orchestrator.learning.method import LearnedConfig, route_batch
+from orchestrator.learning.model import PolicyConfig, PolicyNet, save_checkpoint
 from orchestrator.outcomes import DOMAINS
 from orchestrator.train_policy import train
-from studio.models import Attempt, Checkpoint, JobStatus, ModelPool, RecordedOutcome, Role, TrainingJob
+from studio.models import Attempt, Checkpoint, JobStatus, ModelPool, RecordedOutcome, Role, RunEvent, TrainingJob
 from studio.services.outcomes import outcomes_import
 from studio.services.runs import run_create
 from studio.services.tasks import task_create, task_create_composite
@@ -133,6 +138,46 @@ def test_the_domain_of_a_recorded_item_reaches_the_policys_features(
                 onehot = vector[0, -len(DOMAINS) :]
                 assert onehot[DOMAINS.index(domains[0])] == 1.0 and onehot.sum() == 1.0
     assert domains_seen == [["reasoning"], ["math", "reasoning"]]
+
+
+def test_a_second_opinion_run_holds_the_first_answer_and_accepts_the_policys_choice(
+    celery_worker: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A live run of the learned policy (an untrained, seeded network, whose episodes call two
+    or three pairs): each answer leaves the node answered, the policy asks for a second
+    opinion, then accepts one; the pairs called and the answer accepted are those of the
+    evaluation's episode for the same item, checkpoint and λ."""
+    outcomes, vectors = synthetic_outcomes(tmp_path)
+    outcomes_import(path=outcomes, prices={}, pool_name="synthetic-replay")
+    pool = ModelPool.objects.get(name="synthetic-replay")
+    table, emb = synthetic_table(n=160, seed=0)
+    context = make_context(table, emb)
+    torch.manual_seed(0)
+    net = PolicyNet(PolicyConfig(hidden=32)).eval()
+    save_checkpoint(
+        tmp_path / "checkpoints" / "untrained.pt", net,
+        extra={"context": context_payload(context), "train": {"sft": {"max_steps": 3}}},
+    )  # fmt: skip
+    Checkpoint.objects.create(kind="policy", name="untrained", path="checkpoints/untrained.pt", is_default=True)
+    monkeypatch.setattr("orchestrator.embedding.embed", lambda texts, **_: np.stack([vectors[t] for t in texts]))
+    routes = route_batch(net, encode(table, emb, context, with_outcomes=False), table, 0.0, max_steps=3)
+    item = next(i for i, calls in enumerate(routes.executed) if len(calls) >= 2)
+    owner = UserFactory(role=Role.RESEARCHER)
+    with override_settings(DATA_DIR=tmp_path):
+        task = task_create(owner=owner, text=table.prompts[item], metadata={"item_id": table.item_ids[item]})
+        run = wait_for_run(run_create(owner=owner, task_id=task.pk, pool_id=pool.pk, policy="learned",
+                                      cost_preference=0.0).pk)  # fmt: skip
+    assert run.status == "succeeded", run.end_reason
+    attempts = list(Attempt.objects.filter(node__run=run).select_related("endpoint", "primitive").order_by("number"))
+    called = [table.pairs.index((a.endpoint.model.removeprefix("replay/"), a.primitive.name)) for a in attempts]
+    assert called == list(routes.executed[item]) and len(called) >= 2
+    types = list(RunEvent.objects.filter(run=run).order_by("seq").values_list("type", "payload"))
+    answered = [payload["attempt"] for kind, payload in types if kind == "node.answered"]
+    assert answered == list(range(1, len(called) + 1))  # each answer held for review
+    accepted = next(payload for kind, payload in types if kind == "node.succeeded")
+    assert accepted["accepted"] is True
+    assert called[accepted["attempt"] - 1] == routes.final[item]
+    assert run.final_answer == attempts[accepted["attempt"] - 1].envelope["answer"]
 
 
 def test_a_failing_trainer_marks_the_job_failed(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

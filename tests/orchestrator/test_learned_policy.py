@@ -8,14 +8,15 @@ import numpy as np
 import pytest
 import torch
 
-from orchestrator.learning.context_io import context_from_payload
-from orchestrator.learning.dataset import encode
+from orchestrator.learning.context_io import context_from_payload, context_payload
+from orchestrator.learning.dataset import encode, make_context
 from orchestrator.learning.method import LearnedConfig, route_batch
-from orchestrator.learning.model import load_checkpoint
+from orchestrator.learning.model import PolicyConfig, PolicyNet, load_checkpoint, save_checkpoint
 from orchestrator.outcomes import write_outcomes
 from orchestrator.policies import make_policy
 from orchestrator.policies.learned import LearnedPolicy
 from orchestrator.protocol import (
+    Accept,
     AttemptView,
     Budget,
     Decompose,
@@ -153,6 +154,48 @@ def test_a_live_decision_is_the_evaluations_first_call(checkpoint: Checkpoint) -
             action = policy.act(observation)
             assert isinstance(action, Solve)
             assert action.pair.endpoint_id - 1 == routes.executed[i][0], (lam, i)
+
+
+def test_a_live_episode_is_the_evaluations_episode(tmp_path: Path) -> None:
+    """The whole episode, played live against the recorded answers: each answer leaves the
+    node answered, the policy asks for a second opinion or accepts one, and the pairs it
+    calls, in order, and the answer it accepts are the evaluation's for the same item. The
+    network is untrained (seeded): its episodes call one to three pairs, which the trained
+    tiny one does not."""
+    train_table, train_emb = synthetic_table(n=160, seed=0)
+    context = make_context(train_table, train_emb)
+    torch.manual_seed(0)
+    net = PolicyNet(PolicyConfig(hidden=32)).eval()
+    path = tmp_path / "untrained.pt"
+    save_checkpoint(path, net, extra={"context": context_payload(context), "train": {"sft": {"max_steps": 3}}})
+    table, emb = synthetic_table(n=40, seed=1)
+    batch = encode(table, emb, context, with_outcomes=False)
+    pairs = tuple(Pair(PairRef(j + 1, prim), f"replay/{model}") for j, (model, prim) in enumerate(table.pairs))
+    policy = make_policy("learned", {"checkpoint": str(path), "embedder": lookup_embedder(table, emb)})
+    lengths: set[int] = set()
+    for lam in (0.0, 0.05, 1.0):
+        routes = route_batch(net, batch, table, lam, max_steps=3)
+        for i in range(table.n_items):
+            attempts: list[AttemptView] = []
+            status = "ready"
+            while True:
+                node = _root(table.prompts[i], status=status, attempts=tuple(attempts))
+                observation = _observe(
+                    node, text=table.prompts[i], pairs=pairs, domain=table.domains[i], cost_preference=lam
+                )
+                action = check_action(policy.act(observation), observation)
+                if isinstance(action, Accept):
+                    break
+                assert isinstance(action, Solve | Repair)
+                j = action.pair.endpoint_id - 1
+                attempts.append(AttemptView(action.pair, "ok", output=table.responses[i][j], number=len(attempts) + 1))
+                status = "answered"
+            called = [a.pair.endpoint_id - 1 for a in attempts]
+            assert called == list(routes.executed[i]), (lam, i)
+            accepted = next(a for a in attempts if a.number == action.attempt)
+            assert accepted.pair.endpoint_id - 1 == routes.final[i], (lam, i)
+            lengths.add(len(called))
+    assert lengths == {2, 3}  # second and third opinions, not only first answers
 
 
 def test_needs_a_checkpoint(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -4,7 +4,7 @@
 // Events the engine writes (payload fields in brackets):
 //   run.created [task, policy]      run.started [policy, pool]
 //   node.created [key, kind, text, depth, parent, depends_on, status, item_id]
-//   node.<status> [key, answer?, reason?, ...]   (pending ready running succeeded failed skipped cancelled)
+//   node.<status> [key, answer?, reason?, ...]   (pending ready running answered succeeded failed skipped cancelled)
 //   node.decomposed [key, subtasks]  node.noted [key, ...]
 //   attempt.queued [key, attempt, number, endpoint, primitive, repair?, rerun_by?]
 //   attempt.finished [attempt, node, status, answer, tokens_in, tokens_out, cost_usd, latency_s, error_kind, error_message]
@@ -32,7 +32,7 @@ export interface LiveTree extends Tree {
   attemptIds: Record<string, { key: string; number: number }>;
 }
 
-export const NODE_STATUSES = ["pending", "ready", "running", "succeeded", "failed", "skipped", "cancelled"] as const;
+export const NODE_STATUSES = ["pending", "ready", "running", "answered", "succeeded", "failed", "skipped", "cancelled"] as const;
 export const RUN_ENDED = ["succeeded", "failed", "cancelled"];
 
 const zero = (): Totals => ({ tokens_in: 0, tokens_out: 0, cost_usd: 0, latency_s: 0 });
