@@ -93,6 +93,7 @@ class Violator:
     """A test policy that keeps naming a pair that is not admissible."""
 
     name = "violator"
+    reviews_answers = False
 
     def __init__(self, config: object) -> None:
         pass
