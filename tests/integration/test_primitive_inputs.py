@@ -100,7 +100,8 @@ def test_tool_use_gets_a_bfcl_items_functions_and_its_call_is_checked(celery_wor
     assert set(names) <= set(offered)
     assert json.loads(run.final_answer) == [{"name": "calculate_triangle_area", "arguments": {"base": 10, "height": 5}}]
     # The checker runs in a worker after the run ended, and its verdict is an event of the run.
-    assert run.verification == {"method": "checker", "checker": "bfcl", "pending": True}
+    finished = RunEvent.objects.get(run=run, type="run.finished")
+    assert finished.payload["verification"] == {"method": "checker", "checker": "bfcl", "pending": True}
     verified = wait_verified(run.pk)
     assert verified.verification["correct"] is True and verified.verification["score"] == 1.0
     event = RunEvent.objects.get(run=run, type="run.verified")
