@@ -2,7 +2,7 @@
 
     python -m orchestrator.evaluate --outcomes FILE [FILE ...] [--train FILE ...] [--probe K]
         [--seed S] [--json OUT.json] [--plot OUT.png] [--methods a,b,...] [--prices P]
-        [--max-train-items N] [--max-test-items N]
+        [--max-train-items N] [--max-test-items N] [--checkpoint POLICY.pt]
 
 - With only --outcomes: split by item (the upstream split where every item has one, else a
   seeded 80/20), fit every method on train, report on test.
@@ -11,6 +11,9 @@
   calibration, to every method alike; those items leave the test set.
 - --max-train-items / --max-test-items keep a seeded random subset of that many items of
   each side (after the split and the probe), for a quick run.
+- --checkpoint: the learned policy is that trained checkpoint (`train_policy`, or one of the
+  studio's), with the calibration it carries, instead of one fitted here: the figures of the
+  policy that the studio serves (`bench/parity.py` compares them with live runs).
 
 Every method is scored on the same test items by `orchestrator.routing.metrics`.
 """
@@ -167,11 +170,11 @@ def anchors_of(singles: dict[str, metrics.Point]) -> metrics.Anchors:
     return metrics.Anchors(weak=weak, strong=strong)
 
 
-def make_method(name: str, learned_config: dict[str, Any] | None) -> Method:
+def make_method(name: str, learned_config: dict[str, Any] | None, checkpoint: Path | None = None) -> Method:
     if name == LEARNED:
         from orchestrator.learning.method import LearnedMethod  # lazy: torch training code
 
-        method: Method = LearnedMethod(learned_config)
+        method: Method = LearnedMethod(learned_config, checkpoint=checkpoint)
         return method
     return BASELINES[name]()
 
@@ -367,12 +370,14 @@ def parse_args(argv: Sequence[str] | None) -> tuple[argparse.ArgumentParser, arg
     parser.add_argument("--learned-config", type=Path, help="JSON config for the learned policy")
     parser.add_argument("--max-train-items", type=int, help="fit on a seeded random subset of this many train items")
     parser.add_argument("--max-test-items", type=int, help="test on a seeded random subset of this many test items")
+    parser.add_argument("--checkpoint", type=Path, help="the learned policy: this trained checkpoint, not one fit here")
     args = parser.parse_args(argv)
     for path in [*args.outcomes, *(args.train or []), *([args.prices] if args.prices else [])]:
         if not path.is_file():
             parser.error(f"no such file: {path}")
-    if args.learned_config is not None and not args.learned_config.is_file():
-        parser.error(f"no such file: {args.learned_config}")
+    for option in ("learned_config", "checkpoint"):
+        if getattr(args, option) is not None and not getattr(args, option).is_file():
+            parser.error(f"no such file: {getattr(args, option)}")
     if args.probe < 0:
         parser.error("--probe must be a non-negative number of items")
     for cap in ("max_train_items", "max_test_items"):
@@ -425,7 +430,7 @@ def main(argv: Sequence[str] | None = None, on_progress: OnProgress | None = Non
         if on_progress is not None:
             on_progress(done, len(args.method_names), name)
         try:
-            method = make_method(name, learned_config)
+            method = make_method(name, learned_config, args.checkpoint)
         except ImportError as exc:
             print(f"{name}: not available ({exc})")
             continue

@@ -29,7 +29,7 @@ from orchestrator.learning.method import LearnedConfig, fit_policy
 from orchestrator.learning.model import PolicyNet, save_checkpoint
 from orchestrator.learning.sft import extra_from_records
 from orchestrator.outcomes import read_prices
-from orchestrator.routing.table import default_prices, load_routable
+from orchestrator.routing.table import OutcomeTable, default_prices, load_routable
 
 
 def pool_payload(context: PoolContext, pairs: Sequence[tuple[str, str]]) -> dict[str, Any]:
@@ -64,11 +64,31 @@ def train(
     {"item_id", "calls": [[model, primitive], ...], "score", "cost_preference"}, used as
     SFT targets where their item is in the tables and their final answer was right.
     """
+    table = load_routable(list(paths), prices=prices)
+    return train_table(
+        table, out=out, seed=seed, config=config, prices=prices, embedder=embedder, show_progress=show_progress,
+        on_progress=on_progress, extra_trajectories=extra_trajectories, outcomes=[str(p) for p in paths],
+    )  # fmt: skip
+
+
+def train_table(
+    table: OutcomeTable,
+    *,
+    out: Path,
+    seed: int,
+    config: LearnedConfig,
+    prices: Path | None,
+    embedder: Any = None,
+    show_progress: bool = True,
+    on_progress: Callable[[str, int, int, dict[str, float]], None] | None = None,
+    extra_trajectories: Sequence[Mapping[str, Any]] = (),
+    outcomes: Sequence[str] = (),
+) -> dict[str, float]:
+    """`train` on the items of a table (a split of the files, say); `outcomes` names where they came from."""
     start = time.perf_counter()
     torch.set_num_threads(config.threads)
     torch.manual_seed(seed)
     np.random.seed(seed)
-    table = load_routable(list(paths), prices=prices)
     if embedder is None:
         from orchestrator.embedding import embed
 
@@ -121,7 +141,7 @@ def train(
         extra={
             "kind": "orchestra-learned-policy",
             "metrics": metrics,
-            "train": {**config.to_dict(), "seed": seed, "outcomes": [str(p) for p in paths]},
+            "train": {**config.to_dict(), "seed": seed, "outcomes": list(outcomes)},
             "pool": pool_payload(context, table.pairs),
             "context": context_payload(context),
         },

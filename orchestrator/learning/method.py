@@ -78,8 +78,10 @@ class LearnedMethod:
         *,
         embedder: Embedder | None = None,
         extra_trajectories: list[dict[str, Any]] | None = None,
+        checkpoint: Path | None = None,
     ) -> None:
         self.config = LearnedConfig.from_mapping(config)
+        self.checkpoint = checkpoint  # fit loads it (network and calibration) instead of training
         self.knobs = self.config.knobs + tuple(CASCADE_OFFSET + k for k in self.config.cascade_knobs)
         self.embedder = embedder or default_embedder
         self.extra_records = extra_trajectories or []
@@ -103,6 +105,9 @@ class LearnedMethod:
         torch.set_num_threads(self.config.threads)
         torch.manual_seed(seed)
         emb = self._embed(train)
+        if self.checkpoint is not None:
+            self._load(train, emb, probe)
+            return
         # For an unseen pool the test-time calibration is a small probe, which gets the plain
         # kNN accuracy (no predictor): train on the same estimator, so the feature means the same.
         context = make_context(train, emb, self._prices(), predictor=probe is None)
@@ -114,6 +119,26 @@ class LearnedMethod:
         self.metrics = fit_policy(net, batch, self.config, seed=seed, extra=extra)
         self.net = net
         self._train, self._gates = (train, batch), {}
+        self.context = context if probe is None else make_context(probe, self._embed(probe), self._prices())
+
+    def _load(self, train: OutcomeTable, emb: np.ndarray, probe: OutcomeTable | None) -> None:
+        """The checkpoint's network and the calibration it carries, as `policies.learned` loads
+        them; its episode length; the train items' episodes for the cascade's gate."""
+        from orchestrator.learning.context_io import context_from_payload
+        from orchestrator.learning.model import load_checkpoint
+
+        assert self.checkpoint is not None
+        net, payload = load_checkpoint(self.checkpoint)
+        if "context" not in payload:
+            raise ValueError(f"{self.checkpoint} carries no calibration (trained before they did): train it again")
+        context = context_from_payload(payload["context"])
+        steps = payload.get("train", {}).get("sft", {}).get("max_steps")
+        if steps is not None:
+            self.config = replace(self.config, sft=replace(self.config.sft, max_steps=int(steps)))
+        self.net, self.metrics = net, dict(payload.get("metrics", {}))
+        # The cascade's gate is fit on the train items: leave-one-out where they are the calibration items.
+        own = context.calibration.embeddings.shape[0] == train.n_items
+        self._train, self._gates = (train, encode(train, emb, context, with_outcomes=True, exclude_self=own)), {}
         self.context = context if probe is None else make_context(probe, self._embed(probe), self._prices())
 
     def route(self, test: OutcomeTable, *, knob: float | None = None) -> Routes:
