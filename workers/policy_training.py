@@ -70,5 +70,6 @@ def train_policy_job(job: TrainingJob, progress: Progress, out: Path) -> Trained
         extra_trajectories=extra,
     )  # fmt: skip
     lineage = {"outcomes": [path.name for path in paths], "seed": seed, "live_runs": len(extra)}
-    config_saved = {**config.to_dict(), "seed": seed, "embedding": EMBEDDING_ID}
+    # `calibration`: the checkpoint carries its pool's calibration (train_policy's `context`).
+    config_saved = {**config.to_dict(), "seed": seed, "embedding": EMBEDDING_ID, "calibration": True}
     return Trained(path=out, config=config_saved, metrics=metrics, lineage=lineage)

@@ -123,9 +123,11 @@ def save_checkpoint(path: str | Path, net: PolicyNet, *, extra: dict[str, Any]) 
     torch.save(payload, path)
 
 
-def checkpoint_file_embedding(path: str | Path) -> str:
-    """The text embedding a checkpoint file was trained on (see `check_embedding`)."""
-    return saved_embedding(torch.load(path, map_location="cpu", weights_only=True))
+def checkpoint_file_facts(path: str | Path) -> tuple[str, bool]:
+    """The text embedding a checkpoint file was trained on (see `check_embedding`), and whether
+    it carries its pool's calibration (`context`: checkpoints from before did not)."""
+    payload = torch.load(path, map_location="cpu", weights_only=True)
+    return saved_embedding(payload), "context" in payload
 
 
 def load_checkpoint(path: str | Path) -> tuple[PolicyNet, dict[str, Any]]:

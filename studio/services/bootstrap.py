@@ -80,16 +80,17 @@ def primitives_seed() -> list[Primitive]:
     return rows
 
 
-def checkpoint_embedding(checkpoint: Checkpoint) -> str | None:
-    """The text embedding a checkpoint was trained on: its config's, else its file's (rows
-    made before the config named it); None when the file is gone or unreadable."""
-    saved = checkpoint.config.get("embedding")
-    if isinstance(saved, str):
-        return saved
-    from orchestrator.learning.model import checkpoint_file_embedding  # torch: only for such old rows
+def checkpoint_facts(checkpoint: Checkpoint) -> tuple[str, bool] | None:
+    """(the text embedding a checkpoint was trained on, whether it carries its pool's
+    calibration): its config's, else its file's (rows made before the config said); None when
+    the file is gone or unreadable."""
+    embedding, calibration = checkpoint.config.get("embedding"), checkpoint.config.get("calibration")
+    if isinstance(embedding, str) and isinstance(calibration, bool):
+        return embedding, calibration
+    from orchestrator.learning.model import checkpoint_file_facts  # torch: only for such old rows
 
     try:
-        return checkpoint_file_embedding(Path(settings.DATA_DIR) / checkpoint.path)
+        return checkpoint_file_facts(Path(settings.DATA_DIR) / checkpoint.path)
     except (OSError, RuntimeError, ValueError, pickle.UnpicklingError) as exc:
         logger.warning("checkpoint %s: cannot read %s (%s)", checkpoint.name, checkpoint.path, exc)
         return None
@@ -97,13 +98,14 @@ def checkpoint_embedding(checkpoint: Checkpoint) -> str | None:
 
 def stale_demo_policy() -> Checkpoint | None:
     """The default policy checkpoint, where it is a demo one trained on other text embeddings
-    than today's (so its task features mean something else now); else None. A checkpoint
-    someone trained or promoted by hand is theirs to replace."""
+    than today's (so its task features mean something else now) or before checkpoints carried
+    their pool's calibration (so the live policy cannot compute its features as the evaluation
+    does); else None. A checkpoint someone trained or promoted by hand is theirs to replace."""
     default = Checkpoint.objects.filter(kind=CheckpointKind.POLICY, is_default=True).first()
     if default is None or not TrainingJob.objects.filter(checkpoint=default, config__demo=True).exists():
         return None
-    saved = checkpoint_embedding(default)
-    return default if saved is not None and saved != EMBEDDING_ID else None
+    facts = checkpoint_facts(default)
+    return default if facts is not None and facts != (EMBEDDING_ID, True) else None
 
 
 @transaction.atomic

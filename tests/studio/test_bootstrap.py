@@ -9,7 +9,7 @@ import torch
 from orchestrator.embedding import EMBEDDING_ID, LEGACY_EMBEDDING
 from studio.errors import Invalid
 from studio.models import Checkpoint, JobStatus, Role, TrainingJob
-from studio.services.bootstrap import DEMO_POLICY_CONFIG, checkpoint_embedding, demo_policy_ensure, stale_demo_policy
+from studio.services.bootstrap import DEMO_POLICY_CONFIG, checkpoint_facts, demo_policy_ensure, stale_demo_policy
 from studio.services.policies import default_policy
 from studio.services.training import training_job_create, training_job_finish
 
@@ -36,8 +36,11 @@ def test_runs_default_to_the_learned_policy_once_a_checkpoint_is_the_default(mak
 
 
 def demo_checkpoint(name: str, *, embedding: str | None, default: bool = True) -> Checkpoint:
-    """A policy checkpoint made by a finished demo job, its config naming `embedding`."""
-    config: dict[str, object] = {"seed": 0} if embedding is None else {"seed": 0, "embedding": embedding}
+    """A policy checkpoint made by a finished demo job, its config naming `embedding` (and
+    saying it carries its calibration), or nothing."""
+    config: dict[str, object] = {"seed": 0}
+    if embedding is not None:
+        config.update(embedding=embedding, calibration=True)
     checkpoint = Checkpoint.objects.create(
         kind="policy", name=name, path=f"checkpoints/{name}.pt", config=config, is_default=default
     )
@@ -56,7 +59,8 @@ def test_a_demo_policy_on_older_embeddings_is_trained_again_and_replaced(make_us
     assert demo_policy_ensure(user=admin) is None  # already queued
 
     out = tmp_path / "checkpoints" / "new.pt"
-    new = training_job_finish(job_id=job.pk, path=out, config={"embedding": EMBEDDING_ID}, metrics={}, lineage={})
+    current = {"embedding": EMBEDDING_ID, "calibration": True}
+    new = training_job_finish(job_id=job.pk, path=out, config=current, metrics={}, lineage={})
     old.refresh_from_db()
     assert new.is_default and not old.is_default
     assert new.lineage["replaces"] == "demo-old"
@@ -89,13 +93,17 @@ def test_an_older_row_is_read_by_its_file(make_user, settings, tmp_path) -> None
     settings.DATA_DIR = tmp_path
     old = demo_checkpoint("demo-file", embedding=None)
     (tmp_path / "checkpoints").mkdir()
-    torch.save({"state_dict": {}}, tmp_path / "checkpoints" / "demo-file.pt")  # saved before checkpoints named it
-    assert checkpoint_embedding(old) == LEGACY_EMBEDDING
+    path = tmp_path / "checkpoints" / "demo-file.pt"
+    torch.save({"state_dict": {}}, path)  # saved before checkpoints named their embedding
+    assert checkpoint_facts(old) == (LEGACY_EMBEDDING, False)
     assert stale_demo_policy() == old
-    torch.save({"embedding": EMBEDDING_ID}, tmp_path / "checkpoints" / "demo-file.pt")
+    torch.save({"embedding": EMBEDDING_ID}, path)  # before checkpoints carried their calibration
+    assert checkpoint_facts(old) == (EMBEDDING_ID, False)
+    assert stale_demo_policy() == old
+    torch.save({"embedding": EMBEDDING_ID, "context": {}}, path)
     assert stale_demo_policy() is None
-    (tmp_path / "checkpoints" / "demo-file.pt").write_bytes(b"not a checkpoint")
-    assert checkpoint_embedding(old) is None and stale_demo_policy() is None  # unreadable: left alone, logged
+    path.write_bytes(b"not a checkpoint")
+    assert checkpoint_facts(old) is None and stale_demo_policy() is None  # unreadable: left alone, logged
 
 
 def test_replaces_must_name_a_checkpoint_of_the_kind(make_user) -> None:
