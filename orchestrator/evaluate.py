@@ -393,6 +393,18 @@ def parse_args(argv: Sequence[str] | None) -> tuple[argparse.ArgumentParser, arg
     return parser, args
 
 
+def check_checkpoint(path: Path) -> None:
+    """A --checkpoint the learned method can use: a policy checkpoint carrying its calibration."""
+    from orchestrator.learning.model import checkpoint_file_facts
+
+    try:
+        _, calibration = checkpoint_file_facts(path)
+    except Exception as exc:  # torch.load raises many kinds
+        raise UsageError(f"--checkpoint {path} cannot be loaded: {type(exc).__name__}: {exc}") from None
+    if not calibration:
+        raise UsageError(f"--checkpoint {path} carries no calibration (trained before checkpoints did): train it again")
+
+
 def main(argv: Sequence[str] | None = None, on_progress: OnProgress | None = None) -> int:
     parser, args = parse_args(argv)
     prices = default_prices(args.outcomes, args.prices)
@@ -400,6 +412,8 @@ def main(argv: Sequence[str] | None = None, on_progress: OnProgress | None = Non
         cli.check_output(args.json, "--json")
         cli.check_output(args.plot, "--plot")
         learned_config = cli.read_config(args.learned_config, "--learned-config")
+        if args.checkpoint is not None:
+            check_checkpoint(args.checkpoint)
         if LEARNED in args.method_names:  # checked now, not after the embedding
             from orchestrator.learning.method import LearnedConfig
 

@@ -102,7 +102,7 @@ def test_cli_bad_arguments_are_usage_errors(argv, message, outcomes, tmp_path, c
 
 
 def test_learned_unavailable_is_reported_not_stubbed(outcomes, capsys, monkeypatch):
-    def broken(name, config):
+    def broken(name, config, checkpoint=None):
         raise ImportError("No module named 'orchestrator.learning.method'")
 
     monkeypatch.setattr(evaluate, "make_method", broken)
@@ -113,3 +113,35 @@ def test_learned_unavailable_is_reported_not_stubbed(outcomes, capsys, monkeypat
 def test_report_json_has_no_nan():
     data = {"a": float("nan"), "b": [1.0, float("inf"), {"c": (2.0, float("-inf"))}], "d": "x"}
     assert evaluate.finite(data) == {"a": None, "b": [1.0, None, {"c": [2.0, None]}], "d": "x"}
+
+
+def test_a_trained_checkpoint_is_evaluated_as_it_is(outcomes, tmp_path, capsys):
+    """--checkpoint: the learned method is that checkpoint (its network and calibration), not
+    one fitted here; so two evaluations of it route alike whatever their seed."""
+    from orchestrator.learning.method import LearnedConfig
+    from orchestrator.train_policy import train
+
+    tiny = {"policy": {"hidden": 16}, "sft": {"reliability_epochs": 1, "epochs": 2}, "rl": {"iterations": 0}}
+    checkpoint = tmp_path / "policy.pt"
+    train([outcomes], out=checkpoint, seed=0, config=LearnedConfig.from_mapping(tiny), prices=None, show_progress=False)
+    reports = []
+    for seed in (0, 1):
+        out = tmp_path / f"r{seed}.json"
+        argv = ["--outcomes", str(outcomes), "--methods", "learned", "--checkpoint", str(checkpoint)]
+        assert evaluate.main([*argv, "--seed", str(seed), "--json", str(out)]) == 0
+        reports.append(json.loads(out.read_text())["methods"]["learned"])
+    assert reports[0]["points"] == reports[1]["points"] and reports[0]["points"]
+
+
+def test_a_checkpoint_that_cannot_serve_is_a_usage_error(outcomes, tmp_path, capsys):
+    import torch
+
+    old = tmp_path / "old.pt"
+    torch.save({"embedding": "x"}, old)  # a checkpoint from before checkpoints carried their calibration
+    broken = tmp_path / "broken.pt"
+    broken.write_bytes(b"not a checkpoint")
+    for path, words in ((old, "carries no calibration"), (broken, "cannot be loaded"), (tmp_path / "no.pt", "no such")):
+        with pytest.raises(SystemExit) as exit:
+            evaluate.main(["--outcomes", str(outcomes), "--methods", "learned", "--checkpoint", str(path)])
+        assert exit.value.code == 2
+        assert words in capsys.readouterr().err
