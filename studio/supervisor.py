@@ -7,6 +7,7 @@ itself dies (PR_SET_PDEATHSIG), so no server is left holding the port.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import signal
 import subprocess
@@ -58,3 +59,31 @@ def stop_all(children: list[Child], grace_s: float = 15.0) -> None:
         except subprocess.TimeoutExpired:
             child.process.kill()
             child.process.wait()
+
+
+def reap(children: dict[str, tuple[int, str]], grace_s: float = 10.0) -> list[str]:
+    """Stop what a killed `up` left running: each of `children` (name -> (pid, which is its
+    process group, a marker)) still alive whose command line holds its marker (so a pid
+    reused since by another program is left alone). SIGTERM to the group, SIGKILL after
+    `grace_s`. Returns "name (pid N)" for each one stopped."""
+    import os
+
+    import psutil
+
+    stopped = []
+    for name, (pid, marker) in children.items():
+        try:
+            if marker not in " ".join(psutil.Process(pid).cmdline()):
+                continue
+            os.killpg(pid, signal.SIGTERM)
+        except (psutil.NoSuchProcess, psutil.AccessDenied, ProcessLookupError, PermissionError):
+            continue
+        try:
+            psutil.Process(pid).wait(timeout=grace_s)
+        except psutil.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pid, signal.SIGKILL)
+        except psutil.NoSuchProcess:
+            pass
+        stopped.append(f"{name} (pid {pid})")
+    return stopped

@@ -20,6 +20,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -30,10 +31,12 @@ from django.core.management.base import BaseCommand, CommandError
 
 from studio import embedded
 from studio.settings.base import database_pool
-from studio.settings.env import SERVICES_FILE
-from studio.supervisor import Child, first_exited, spawn, stop_all
+from studio.settings.env import SERVICES_FILE, read_services_file
+from studio.supervisor import Child, first_exited, reap, spawn, stop_all
 
 HEALTH_TIMEOUT_S = 90
+# What the command line of each child holds (a pid reused by another program is left alone).
+CHILD_MARKERS = {"web": "studio.asgi:application", "worker": "celery"}
 
 
 def connection_budget(database_url: str, processes: int) -> str:
@@ -125,6 +128,7 @@ class Command(BaseCommand):
             self._run_step([sys.executable, manage, "bootstrap"], env)
             self.stdout.write(connection_budget(env.get("DATABASE_URL", ""), processes=2 + options["concurrency"]))
             children = self._start_children(env, host, port, options["concurrency"])
+            self._write_services_file(services.env, children)
             url = f"http://{host}:{port}/"
             self._wait_healthy(children, f"{url}api/health")
             self.stdout.write(
@@ -144,15 +148,29 @@ class Command(BaseCommand):
         self.stdout.write(f"Stopped; {where}.")
 
     def _refuse_second_up(self) -> None:
+        """Refuse to start beside a running `up`; after one that was killed (SIGKILL: it could
+        stop nothing), stop the web server and worker it left (embedded services are taken
+        over by `studio.embedded`)."""
         if not SERVICES_FILE.exists():
             return
-        pid = SERVICES_FILE.read_text().partition("UP_PID=")[2].split("\n")[0].strip()
+        recorded = read_services_file()
+        pid = recorded.get("UP_PID", "")
         if pid.isdigit() and _pid_alive(int(pid)):
             raise CommandError(f"Another `manage.py up` (pid {pid}) is running on {SERVICES_FILE.parent}.")
+        left = {
+            name: (int(recorded[f"CHILD_{name}"]), marker)
+            for name, marker in CHILD_MARKERS.items()
+            if recorded.get(f"CHILD_{name}", "").isdigit()
+        }
+        stopped = reap(left)
+        if stopped:
+            what = ", ".join(stopped)
+            self.stdout.write(f"A `manage.py up` (pid {pid}) was killed; stopped what it left running: {what}.")
 
-    def _write_services_file(self, env: dict[str, str]) -> None:
+    def _write_services_file(self, env: dict[str, str], children: Sequence[Child] = ()) -> None:
         SERVICES_FILE.parent.mkdir(parents=True, exist_ok=True)
         lines = [f"UP_PID={os.getpid()}", *(f"{key}={value}" for key, value in env.items())]
+        lines += [f"CHILD_{child.name}={child.process.pid}" for child in children]
         SERVICES_FILE.write_text("\n".join(lines) + "\n")
 
     def _run_step(self, command: list[str], env: dict[str, str]) -> None:
