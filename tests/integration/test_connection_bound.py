@@ -54,7 +54,8 @@ def with_redis_db(url: str, db: int) -> str:
     parts = urlsplit(url)
     if parts.scheme == "unix":
         query = {**dict(parse_qsl(parts.query)), "db": str(db)}
-        return parts._replace(query=urlencode(query)).geturl()
+        # not geturl(): it drops the empty host, and redis-py refuses "unix:/path"
+        return f"unix://{parts.path}?{urlencode(query)}"
     return parts._replace(path=f"/{db}").geturl()
 
 
