@@ -43,9 +43,12 @@ frontend: frontend/dist/index.html
 frontend-test: $(NODE_STAMP)
 	cd frontend && npx tsc --noEmit && npx vitest run
 
+# The API's schema and the WebSocket messages' schemas, and the types generated from each.
 api-types: $(STAMP) $(NODE_STAMP)
 	$(BIN)/python manage.py export_openapi_schema --api studio.api.api --output frontend/src/api/openapi.json --indent 1 --sorted
+	$(BIN)/python manage.py export_event_schema --output frontend/src/api/messages.json
 	cd frontend && npx openapi-typescript src/api/openapi.json -o src/api/schema.d.ts
+	cd frontend && npx openapi-typescript src/api/messages.json -o src/api/messages.d.ts
 
 # The browser tests drive Debian's Chromium; install it where we may (root with apt), else say how.
 chromium:
