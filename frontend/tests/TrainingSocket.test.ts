@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 
-import { jobConfig, lineageSummary } from "../src/pages/Training";
+import { jobConfig, lineageSummary } from "../src/pages/training/config";
 import { curveKeys, extendHistory, metricSummary, type CurvePoint, type TrainingProgress } from "../src/lib/trainingSocket";
 
 const message = (progress: number, metrics: Record<string, unknown>): TrainingProgress => ({

@@ -43,10 +43,7 @@ export function Layout() {
             <button
               type="button"
               className="link"
-              onClick={async () => {
-                await signOut();
-                navigate("/login");
-              }}
+              onClick={() => void signOut().then(() => navigate("/login"))}
             >
               Sign out
             </button>

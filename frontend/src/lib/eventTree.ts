@@ -299,7 +299,7 @@ export function layoutTree(nodes: TreeNode[], size = { width: NODE_WIDTH, height
   }
   dagre.layout(g);
   const placed: Placed[] = nodes.map((node) => {
-    const at = g.node(node.key);
+    const at = g.node(node.key) as { x: number; y: number }; // dagre is untyped
     return { key: node.key, x: at.x - size.width / 2, y: at.y - size.height / 2, width: size.width, height: size.height };
   });
   placed.sort((a, b) => a.y - b.y || a.x - b.x);

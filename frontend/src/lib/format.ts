@@ -26,6 +26,13 @@ export function pct(value: number | null | undefined, digits = 1): string {
   return `${(value * 100).toFixed(digits)}%`;
 }
 
+/** Any JSON value as text: a string as it is, a fraction to 3 decimals, anything else as JSON. */
+export function plain(value: unknown): string {
+  if (typeof value === "string") return value;
+  if (typeof value === "number" && !Number.isInteger(value)) return value.toFixed(3);
+  return JSON.stringify(value) ?? "";
+}
+
 export function when(iso: string | null | undefined): string {
   if (!iso) return "–";
   return new Date(iso).toLocaleString();

@@ -4,11 +4,12 @@ import { useState, type ReactNode } from "react";
 import { Link, useSearchParams } from "react-router";
 
 import { api, mayHeal } from "../api/client";
+import { keys } from "../api/queryKeys";
 import type { Pair, Run, Tree } from "../api/types";
 import { atLeast, useMe } from "../auth";
 import { RunTreeView } from "../components/RunTree";
 import { Empty, ErrorText, Loading } from "../components/States";
-import { seconds, tokens, usd, when } from "../lib/format";
+import { plain, seconds, tokens, usd, when } from "../lib/format";
 import "./Runs.css";
 
 const ENDED = new Set(["succeeded", "failed", "cancelled"]);
@@ -19,7 +20,7 @@ function runId(text: string | null): number | null {
 
 function useTree(id: number | null) {
   return useQuery({
-    queryKey: ["runs", id, "tree"],
+    queryKey: keys.runs.tree(id ?? 0),
     queryFn: () => api<Tree>(`/api/runs/${id}/tree`),
     enabled: id !== null,
     // A run still going: look again until it ends (and after a failed look that may heal).
@@ -225,7 +226,7 @@ function PairAction({ a, b }: { a: Run; b: Run }) {
   const pair = useMutation({
     mutationFn: () =>
       api<Pair>("/api/preferences/pairs", { method: "POST", body: { run_a_id: a.id, run_b_id: b.id, source: "human", metadata: {} } }),
-    onSuccess: () => void client.invalidateQueries({ queryKey: ["preferences"] }),
+    onSuccess: () => void client.invalidateQueries({ queryKey: keys.preferences.all }),
   });
   if (!atLeast(me, "researcher") || a.id === b.id || a.task_id !== b.task_id) return null;
   const ready = ENDED.has(a.status) && ENDED.has(b.status);
@@ -276,7 +277,7 @@ function Side({ label, tree, showTask }: { label: string; tree: Tree; showTask: 
             {extra.map(([key, value]) => (
               <div key={key}>
                 <dt>{key.replaceAll("_", " ")}</dt>
-                <dd>{typeof value === "object" ? JSON.stringify(value) : String(value)}</dd>
+                <dd>{plain(value)}</dd>
               </div>
             ))}
           </dl>
