@@ -30,14 +30,70 @@ export function App() {
     <Routes>
       <Route element={<Layout />}>
         <Route path="/login" element={<LoginPage />} />
-        <Route path="/" element={<Page needs="viewer"><SubmitPage /></Page>} />
-        <Route path="/runs" element={<Page needs="viewer"><RunsPage /></Page>} />
-        <Route path="/runs/compare" element={<Page needs="viewer"><ComparePage /></Page>} />
-        <Route path="/runs/:runId" element={<Page needs="viewer"><LiveRunPage /></Page>} />
-        <Route path="/label" element={<Page needs="labeler"><LabelPage /></Page>} />
-        <Route path="/training" element={<Page needs="researcher"><TrainingPage /></Page>} />
-        <Route path="/evaluation" element={<Page needs="researcher"><EvaluationPage /></Page>} />
-        <Route path="/pools" element={<Page needs="viewer"><PoolsPage /></Page>} />
+        <Route
+          path="/"
+          element={
+            <Page needs="viewer">
+              <SubmitPage />
+            </Page>
+          }
+        />
+        <Route
+          path="/runs"
+          element={
+            <Page needs="viewer">
+              <RunsPage />
+            </Page>
+          }
+        />
+        <Route
+          path="/runs/compare"
+          element={
+            <Page needs="viewer">
+              <ComparePage />
+            </Page>
+          }
+        />
+        <Route
+          path="/runs/:runId"
+          element={
+            <Page needs="viewer">
+              <LiveRunPage />
+            </Page>
+          }
+        />
+        <Route
+          path="/label"
+          element={
+            <Page needs="labeler">
+              <LabelPage />
+            </Page>
+          }
+        />
+        <Route
+          path="/training"
+          element={
+            <Page needs="researcher">
+              <TrainingPage />
+            </Page>
+          }
+        />
+        <Route
+          path="/evaluation"
+          element={
+            <Page needs="researcher">
+              <EvaluationPage />
+            </Page>
+          }
+        />
+        <Route
+          path="/pools"
+          element={
+            <Page needs="viewer">
+              <PoolsPage />
+            </Page>
+          }
+        />
         <Route
           path="*"
           element={

@@ -52,7 +52,8 @@ export function RequireRole({ needs, children }: { needs: Role; children: ReactN
   const location = useLocation();
   if (me.isPending) return <p className="muted pad">Loading…</p>;
   if (me.isError) return <p className="error pad">{me.error.message}</p>;
-  if (!me.data) return <Navigate to={`/login?next=${encodeURIComponent(location.pathname + location.search)}`} replace />;
+  if (!me.data)
+    return <Navigate to={`/login?next=${encodeURIComponent(location.pathname + location.search)}`} replace />;
   if (!atLeast(me.data, needs))
     return (
       <div className="pad" data-testid="role-gate" data-needs={needs}>

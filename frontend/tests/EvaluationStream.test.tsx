@@ -29,8 +29,15 @@ class FakeSocket {
 }
 
 const evaluation = (status: string, progress: number, message = "") => ({
-  id: 3, status, progress, message, config: { preset: "quick" }, checkpoint_id: null,
-  created_at: "2026-12-01T00:00:00Z", started_at: "2026-12-01T00:00:01Z", finished_at: null,
+  id: 3,
+  status,
+  progress,
+  message,
+  config: { preset: "quick" },
+  checkpoint_id: null,
+  created_at: "2026-12-01T00:00:00Z",
+  started_at: "2026-12-01T00:00:01Z",
+  finished_at: null,
 });
 
 function fakeServer() {

@@ -18,7 +18,10 @@ function run(id: number, answer: string) {
     tokens_out: 10 + id,
     cost_usd: 0.001 * id,
     latency_s: 1.5,
-    plan: { decompose: false, nodes: [{ key: "root", model: `model-${id}`, primitive: "cot", kind: "root", depends_on: [] }] },
+    plan: {
+      decompose: false,
+      nodes: [{ key: "root", model: `model-${id}`, primitive: "cot", kind: "root", depends_on: [] }],
+    },
   };
 }
 
@@ -59,7 +62,14 @@ function fakeServer(pairs: QueueItem[], role = "labeler") {
     if (label && method === "POST") {
       const body = sent as Posted["body"];
       posted.push({ pairId: Number(label[1]), body });
-      return reply(201, { id: posted.length, pair_id: Number(label[1]), labeler: "ann", verdict: body.verdict, seconds_spent: body.seconds_spent, created_at: "2026-01-01T00:00:00Z" });
+      return reply(201, {
+        id: posted.length,
+        pair_id: Number(label[1]),
+        labeler: "ann",
+        verdict: body.verdict,
+        seconds_spent: body.seconds_spent,
+        created_at: "2026-01-01T00:00:00Z",
+      });
     }
     if (label && method === "DELETE") {
       const at = posted.findIndex((p) => p.pairId === Number(label[1]));

@@ -14,7 +14,8 @@ const BAD = `${GOOD}not json\n${GOOD}{"prompt": "3+3?", "rejected": "7", "source
 function fakeServer() {
   const uploads: unknown[] = [];
   const mock = stubFetch(({ url, method, body }) => {
-    if (url === "/api/auth/me") return reply(200, { id: 1, username: "rita", email: "", role: "researcher", is_staff: false });
+    if (url === "/api/auth/me")
+      return reply(200, { id: 1, username: "rita", email: "", role: "researcher", is_staff: false });
     if (url === "/api/auth/csrf") return reply(200, {});
     if (url.startsWith("/api/preferences/pairs")) return reply(200, { items: [], count: 0 });
     if (url === "/api/preferences/import" && method === "POST") {

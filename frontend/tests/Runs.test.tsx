@@ -40,34 +40,38 @@ function run(id: number, taskId = 1, status = "succeeded") {
 }
 
 /** More users than one page of the API holds (200): the owner filter must list them all. */
-const USERS = Array.from({ length: 230 }, (_, i) => ({ id: i + 1, username: `user${String(i + 1).padStart(3, "0")}`, role: "viewer" }));
+const USERS = Array.from({ length: 230 }, (_, i) => ({
+  id: i + 1,
+  username: `user${String(i + 1).padStart(3, "0")}`,
+  role: "viewer",
+}));
 
 function stub(total: number, role = "viewer") {
   const asked: string[] = [];
   stubFetch(({ url }) => {
-      asked.push(url);
-      if (url === "/api/auth/me") return reply(200, { id: 2, username: "rita", email: "", role, is_staff: false });
-      if (url.startsWith("/api/runs?")) {
-        const params = new URLSearchParams(url.split("?")[1]);
-        const limit = Number(params.get("limit"));
-        const offset = Number(params.get("offset") ?? 0);
-        const all = Array.from({ length: total }, (_, i) => run(total - i));
-        return reply(200, { items: all.slice(offset, offset + limit), count: total });
-      }
-      const tree = url.match(/^\/api\/runs\/(\d+)\/tree$/);
-      if (tree) {
-        const id = Number(tree[1]);
-        return reply(200, { run: run(id, id === 9 ? 2 : 1), nodes: [] });
-      }
-      if (url.startsWith("/api/options")) {
-        return reply(200, { policies: [{ name: "default", needs_checkpoint: false }], benchmarks: ["gsm8k"] });
-      }
-      if (url.startsWith("/api/users?")) {
-        const params = new URLSearchParams(url.split("?")[1]);
-        const [limit, offset] = [Number(params.get("limit")), Number(params.get("offset"))];
-        return reply(200, { items: USERS.slice(offset, offset + limit), count: USERS.length });
-      }
-      return reply(404, { detail: "not here" });
+    asked.push(url);
+    if (url === "/api/auth/me") return reply(200, { id: 2, username: "rita", email: "", role, is_staff: false });
+    if (url.startsWith("/api/runs?")) {
+      const params = new URLSearchParams(url.split("?")[1]);
+      const limit = Number(params.get("limit"));
+      const offset = Number(params.get("offset") ?? 0);
+      const all = Array.from({ length: total }, (_, i) => run(total - i));
+      return reply(200, { items: all.slice(offset, offset + limit), count: total });
+    }
+    const tree = url.match(/^\/api\/runs\/(\d+)\/tree$/);
+    if (tree) {
+      const id = Number(tree[1]);
+      return reply(200, { run: run(id, id === 9 ? 2 : 1), nodes: [] });
+    }
+    if (url.startsWith("/api/options")) {
+      return reply(200, { policies: [{ name: "default", needs_checkpoint: false }], benchmarks: ["gsm8k"] });
+    }
+    if (url.startsWith("/api/users?")) {
+      const params = new URLSearchParams(url.split("?")[1]);
+      const [limit, offset] = [Number(params.get("limit")), Number(params.get("offset"))];
+      return reply(200, { items: USERS.slice(offset, offset + limit), count: USERS.length });
+    }
+    return reply(404, { detail: "not here" });
   });
   return asked;
 }
@@ -82,8 +86,22 @@ function renderRuns(path: string) {
     path,
     <>
       <Routes>
-        <Route path="/runs" element={<RequireRole needs="viewer"><RunsPage /></RequireRole>} />
-        <Route path="/runs/compare" element={<RequireRole needs="viewer"><ComparePage /></RequireRole>} />
+        <Route
+          path="/runs"
+          element={
+            <RequireRole needs="viewer">
+              <RunsPage />
+            </RequireRole>
+          }
+        />
+        <Route
+          path="/runs/compare"
+          element={
+            <RequireRole needs="viewer">
+              <ComparePage />
+            </RequireRole>
+          }
+        />
         <Route path="*" element={null} />
       </Routes>
       <Where />
@@ -102,7 +120,9 @@ describe("Runs", () => {
     await user.click(screen.getByRole("button", { name: "Next" }));
     expect(await screen.findByText("26–30 of 30")).toBeTruthy();
     expect(screen.getByTestId("where").textContent).toBe("/runs?offset=25");
-    expect(asked.some((u) => u.startsWith("/api/runs?") && u.includes("offset=25") && u.includes("limit=25"))).toBe(true);
+    expect(asked.some((u) => u.startsWith("/api/runs?") && u.includes("offset=25") && u.includes("limit=25"))).toBe(
+      true,
+    );
   });
 
   it("sends the URL's filters to the API", async () => {

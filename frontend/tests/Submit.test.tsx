@@ -18,19 +18,26 @@ const OPTIONS = {
   sources: [],
   benchmarks: [],
 };
-const POOLS = { items: [{ id: 1, name: "replay-demo" }, { id: 3, name: "other" }], count: 2 };
+const POOLS = {
+  items: [
+    { id: 1, name: "replay-demo" },
+    { id: 3, name: "other" },
+  ],
+  count: 2,
+};
 
 function stub(task: number | null) {
   const posted: { url: string; body: unknown }[] = [];
   stubFetch(({ url, method, body }) => {
-      if (method === "POST") {
-        posted.push({ url, body });
-        return reply(201, { id: 41, task_id: 7 });
-      }
-      if (url.startsWith("/api/options")) return reply(200, OPTIONS);
-      if (url.startsWith("/api/pools")) return reply(200, POOLS);
-      if (task !== null && url === `/api/tasks/${task}`) return reply(200, { id: task, text: "Which is larger, 7 or 12?" });
-      return reply(404, { detail: "There is no task with id 8." });
+    if (method === "POST") {
+      posted.push({ url, body });
+      return reply(201, { id: 41, task_id: 7 });
+    }
+    if (url.startsWith("/api/options")) return reply(200, OPTIONS);
+    if (url.startsWith("/api/pools")) return reply(200, POOLS);
+    if (task !== null && url === `/api/tasks/${task}`)
+      return reply(200, { id: task, text: "Which is larger, 7 or 12?" });
+    return reply(404, { detail: "There is no task with id 8." });
   });
   return posted;
 }

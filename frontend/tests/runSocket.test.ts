@@ -35,7 +35,13 @@ class FakeSocket implements SocketLike {
 
 /** An event whose payload does not matter here: the socket only orders and counts them. */
 function ev(seq: number, type = "node.created"): RunEventMessage {
-  return { kind: "event", seq, type, payload: { key: `n${seq}` }, created_at: "2026-01-01T00:00:00Z" } as RunEventMessage;
+  return {
+    kind: "event",
+    seq,
+    type,
+    payload: { key: `n${seq}` },
+    created_at: "2026-01-01T00:00:00Z",
+  } as RunEventMessage;
 }
 
 class FakeNetwork {
@@ -153,11 +159,13 @@ describe("RunSocket", () => {
     const { client, seen, fetchEvents } = setup({
       fetchEvents: async (after) => {
         await gate;
-        const items = [3, 4, 5].filter((n) => n > after).map((n) => {
-          const { kind: _kind, ...rest } = ev(n);
-          void _kind;
-          return rest;
-        });
+        const items = [3, 4, 5]
+          .filter((n) => n > after)
+          .map((n) => {
+            const { kind: _kind, ...rest } = ev(n);
+            void _kind;
+            return rest;
+          });
         return { items, next_after: null };
       },
     });

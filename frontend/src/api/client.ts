@@ -65,7 +65,8 @@ async function errorOf(response: Response): Promise<ApiError> {
   } catch {
     // not JSON: keep the status line
   }
-  if (response.status >= 500) detail = `The server failed (${response.status}). Try again; if it persists, check the server log.`;
+  if (response.status >= 500)
+    detail = `The server failed (${response.status}). Try again; if it persists, check the server log.`;
   return new ApiError(response.status, detail, errors);
 }
 

@@ -9,7 +9,8 @@ export const keys = {
   options: ["options"] as const,
   users: ["users"] as const,
   task: (id: number) => ["tasks", id] as const,
-  recordedItems: (source: string, search: string, offset: number) => ["recorded-items", source, search, offset] as const,
+  recordedItems: (source: string, search: string, offset: number) =>
+    ["recorded-items", source, search, offset] as const,
   primitives: ["primitives"] as const,
   pools: {
     list: ["pools", "list"] as const,

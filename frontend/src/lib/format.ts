@@ -42,6 +42,9 @@ export function when(iso: string | null | undefined): string {
  * examples that many recorded prompts share), the last block; else the whole text. As the
  * API's `question` of a recorded item. */
 export function questionOf(text: string): string {
-  const blocks = text.trim().split("\n\n").filter((block) => block.trim());
+  const blocks = text
+    .trim()
+    .split("\n\n")
+    .filter((block) => block.trim());
   return blocks.length >= 3 ? blocks[blocks.length - 1].trim() : text.trim();
 }

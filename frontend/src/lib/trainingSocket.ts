@@ -51,7 +51,9 @@ const SUMMARY_ORDER = [/accuracy/, /margin|reward/, /./];
 export function metricSummary(metrics: Record<string, unknown>): [string, string][] {
   const rank = (key: string) => SUMMARY_ORDER.findIndex((pattern) => pattern.test(key));
   return Object.entries(metrics)
-    .filter((entry): entry is [string, number] => typeof entry[1] === "number" && /^(eval|valid|train)\//.test(entry[0]))
+    .filter(
+      (entry): entry is [string, number] => typeof entry[1] === "number" && /^(eval|valid|train)\//.test(entry[0]),
+    )
     .sort(([a], [b]) => rank(a) - rank(b) || a.length - b.length || a.localeCompare(b))
     .slice(0, 6)
     .map(([key, value]) => [key, Number.isInteger(value) && rank(key) === 2 ? String(value) : value.toFixed(3)]);

@@ -67,7 +67,8 @@ function LiveRun({ runId }: { runId: number }) {
   const { snapshot, tree } = live;
 
   if (snapshot.isPending) return <Loading what="Loading the run" />;
-  if (!tree) return snapshot.isError ? <Missing error={treeError(snapshot.error)} /> : <Loading what="Loading the run" />;
+  if (!tree)
+    return snapshot.isError ? <Missing error={treeError(snapshot.error)} /> : <Loading what="Loading the run" />;
   const node = selected ? (tree.nodes.find((n) => n.key === selected) ?? null) : null;
 
   return (

@@ -16,7 +16,10 @@ function price(perMillion: number | null | undefined): string {
 export default function PoolsPage() {
   const me = useMe();
   const [params, setParams] = useSearchParams();
-  const pools = useQuery({ queryKey: keys.pools.list, queryFn: ({ signal }) => fetchAll<Pool>("/api/pools", {}, signal) });
+  const pools = useQuery({
+    queryKey: keys.pools.list,
+    queryFn: ({ signal }) => fetchAll<Pool>("/api/pools", {}, signal),
+  });
   if (pools.isPending) return <Loading what="Loading pools" />;
   if (pools.isError) return <ErrorText error={pools.error} />;
   const list = pools.data;
@@ -82,7 +85,10 @@ function PoolGrid({ pool, canEdit }: { pool: Pool; canEdit: boolean }) {
   const toggle = useMutation({
     mutationFn: async ({ endpoint, primitive, row }: Cell) => {
       if (row) return api(`/api/admissibility/${row.id}`, { method: "PATCH", body: { allowed: !row.allowed } });
-      return api("/api/admissibility", { method: "POST", body: { endpoint_id: endpoint.id, primitive_id: primitive.id } });
+      return api("/api/admissibility", {
+        method: "POST",
+        body: { endpoint_id: endpoint.id, primitive_id: primitive.id },
+      });
     },
     onMutate: () => setError(null),
     onError: setError,
@@ -165,7 +171,9 @@ function Grid({ endpoints, primitives, rows, canEdit, busy, onToggle }: GridProp
               </th>
               <td className="num">{price(endpoint.input_cost_per_mtok)}</td>
               <td className="num">{price(endpoint.output_cost_per_mtok)}</td>
-              <td>{endpoint.has_api_key ? <span className="badge">stored</span> : <span className="muted">none</span>}</td>
+              <td>
+                {endpoint.has_api_key ? <span className="badge">stored</span> : <span className="muted">none</span>}
+              </td>
               {primitives.map((primitive) => {
                 const row = byPair.get(`${endpoint.id}/${primitive.id}`);
                 const allowed = row?.allowed ?? false;

@@ -67,7 +67,13 @@ export default function RunsPage() {
   else
     body = (
       <>
-        <RunsTable runs={page?.items ?? []} busy={runs.isFetching} everyone={everyone} picked={picked} toggle={toggle} />
+        <RunsTable
+          runs={page?.items ?? []}
+          busy={runs.isFetching}
+          everyone={everyone}
+          picked={picked}
+          toggle={toggle}
+        />
         <nav className="pager" aria-label="Pages">
           <span className="muted small">
             {offset + 1}–{offset + (page?.items.length ?? 0)} of {count}

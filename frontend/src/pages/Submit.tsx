@@ -40,7 +40,10 @@ export default function SubmitPage() {
   const [params] = useSearchParams();
   const again = againParams(params);
   const options = useQuery({ queryKey: keys.options, queryFn: () => api<Options>("/api/options") });
-  const pools = useQuery({ queryKey: keys.pools.list, queryFn: ({ signal }) => fetchAll<Pool>("/api/pools", {}, signal) });
+  const pools = useQuery({
+    queryKey: keys.pools.list,
+    queryFn: ({ signal }) => fetchAll<Pool>("/api/pools", {}, signal),
+  });
   const againTask = useQuery({
     queryKey: keys.task(again.task ?? 0),
     queryFn: () => api<Task>(`/api/tasks/${again.task}`),
@@ -71,7 +74,12 @@ export default function SubmitPage() {
           })
         : await api<Task>("/api/tasks", {
             method: "POST",
-            body: { text: written.text, gold_answer: written.gold, checker: written.checker, decomposable: written.decomposable },
+            body: {
+              text: written.text,
+              gold_answer: written.gold,
+              checker: written.checker,
+              decomposable: written.decomposable,
+            },
           });
     setMade({ key, task });
     return task;
@@ -80,7 +88,10 @@ export default function SubmitPage() {
     mutationFn: async () => {
       const task = await makeTask();
       if (pool === null) throw new Error("Choose a pool first: there is none yet. An admin creates pools.");
-      return api<Run>("/api/runs", { method: "POST", body: { task_id: task.id, pool_id: pool, ...runBody(settings, policy) } });
+      return api<Run>("/api/runs", {
+        method: "POST",
+        body: { task_id: task.id, pool_id: pool, ...runBody(settings, policy) },
+      });
     },
     onSuccess: (run) => navigate(`/runs/${run.id}`),
   });
@@ -97,7 +108,14 @@ export default function SubmitPage() {
   const ready = againTask.data ? true : mode === "text" ? written.text.trim().length > 0 : items.length > 0;
   const change = (patch: Partial<Settings>) => setSettings((now) => ({ ...now, ...patch }));
   const runSettings = (
-    <RunSettings settings={settings} change={change} pools={pools.data} pool={pool} policy={policy} options={options.data}>
+    <RunSettings
+      settings={settings}
+      change={change}
+      pools={pools.data}
+      pool={pool}
+      policy={policy}
+      options={options.data}
+    >
       <ErrorText error={submit.error} />
       <button type="submit" className="primary" disabled={!ready || submit.isPending} data-testid="submit-run">
         {submit.isPending ? "Starting…" : "Run"} <span className="hint">Ctrl+Enter</span>

@@ -52,7 +52,11 @@ export default function TrainingPage() {
     queryFn: ({ signal }) => fetchEvery<TrainingJob>("/api/training/jobs", {}, signal),
     // Sockets carry progress; the list is polled too, slower while they work, to catch new and ended jobs.
     refetchInterval: (q) =>
-      q.state.data?.items.some((j) => ACTIVE.has(j.status)) || mayHeal(q.state.error) ? (socketsLost ? 2000 : 5000) : false,
+      q.state.data?.items.some((j) => ACTIVE.has(j.status)) || mayHeal(q.state.error)
+        ? socketsLost
+          ? 2000
+          : 5000
+        : false,
   });
   const items = jobs.data?.items;
   const activeIds = (items ?? []).filter((j) => ACTIVE.has(j.status)).map((j) => j.id);

@@ -67,7 +67,12 @@ const Card = memo(function Card({ data }: NodeProps<CardNode>) {
 
 const nodeTypes = { run: Card };
 
-export function Graph({ tree, selected, onSelect, height }: Required<Pick<RunTreeProps, "tree" | "height">> & Pick<RunTreeProps, "selected" | "onSelect">) {
+export function Graph({
+  tree,
+  selected,
+  onSelect,
+  height,
+}: Required<Pick<RunTreeProps, "tree" | "height">> & Pick<RunTreeProps, "selected" | "onSelect">) {
   const flow = useReactFlow();
   const width = useStore((s) => s.width);
   const viewHeight = useStore((s) => s.height);
@@ -87,7 +92,10 @@ export function Graph({ tree, selected, onSelect, height }: Required<Pick<RunTre
       const w = NODE_WIDTH * zoom;
       const h = NODE_HEIGHT * zoom;
       if (left < 0 || top < 0 || left + w > width || top + h > viewHeight) {
-        void flow.setCenter(at.x + NODE_WIDTH / 2, at.y + NODE_HEIGHT / 2, { zoom: Math.max(zoom, 0.6), duration: 150 });
+        void flow.setCenter(at.x + NODE_WIDTH / 2, at.y + NODE_HEIGHT / 2, {
+          zoom: Math.max(zoom, 0.6),
+          duration: 150,
+        });
       }
     },
     [flow, width, viewHeight, positions],
@@ -105,7 +113,13 @@ export function Graph({ tree, selected, onSelect, height }: Required<Pick<RunTre
         connectable: false,
         selectable: false,
         focusable: false,
-        data: { node: byKey.get(p.key)!, parent: parents.has(p.key), selected: p.key === selected, onSelect, onFocusNode },
+        data: {
+          node: byKey.get(p.key)!,
+          parent: parents.has(p.key),
+          selected: p.key === selected,
+          onSelect,
+          onFocusNode,
+        },
       })),
     [layout, byKey, parents, selected, onSelect, onFocusNode],
   );

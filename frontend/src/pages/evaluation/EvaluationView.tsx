@@ -32,7 +32,11 @@ export function EvaluationView({ id }: { id: number }) {
       (lost && q.state.data && ACTIVE.has(q.state.data.status)) || mayHeal(q.state.error) ? POLL_MS : false,
   });
   const active = detail.data !== undefined && ACTIVE.has(detail.data.status);
-  useEvaluationStream(id, active, useCallback(() => setLost(true), []));
+  useEvaluationStream(
+    id,
+    active,
+    useCallback(() => setLost(true), []),
+  );
   if (detail.isPending) return <Loading what="Loading the evaluation" />;
   if (detail.isError) return <ErrorText error={detail.error} />;
   const evaluation = detail.data;
@@ -83,7 +87,8 @@ function Results({ report }: { report: EvaluationReport }) {
     <>
       <p className="muted small">
         {report.items} test items, {report.train_items} train items
-        {report.probe_items ? `, ${report.probe_items} probe items` : ""}; {report.split}; {report.models?.length ?? 0} models.
+        {report.probe_items ? `, ${report.probe_items} probe items` : ""}; {report.split}; {report.models?.length ?? 0}{" "}
+        models.
         {anchors?.weak && anchors.strong && (
           <>
             {" "}
@@ -98,4 +103,3 @@ function Results({ report }: { report: EvaluationReport }) {
     </>
   );
 }
-

@@ -24,12 +24,7 @@ function PointTip({ active, payload }: { active?: boolean; payload?: { payload: 
   return (
     <div className="pareto-tip">
       <b>{p.method}</b>
-      {p.knob !== null && (
-        <span>
-          {" "}
-          {formatKnob(p.method, p.knob)}
-        </span>
-      )}
+      {p.knob !== null && <span> {formatKnob(p.method, p.knob)}</span>}
       <div>
         {pct(p.accuracy)} at {usdPerQuery(p.cost)}/query
       </div>
@@ -88,7 +83,15 @@ export function ParetoPlot({ report }: { report: EvaluationReport }) {
               />
               <ZAxis range={[36, 36]} />
               <Tooltip content={<PointTip />} />
-              {showSingles && <Scatter name="single pairs" data={singles} fill="#b8c0cc" className="pareto-singles" isAnimationActive={false} />}
+              {showSingles && (
+                <Scatter
+                  name="single pairs"
+                  data={singles}
+                  fill="#b8c0cc"
+                  className="pareto-singles"
+                  isAnimationActive={false}
+                />
+              )}
               {visible.map((s) => (
                 <Scatter
                   key={s.method}
@@ -135,4 +138,3 @@ export function ParetoPlot({ report }: { report: EvaluationReport }) {
     </section>
   );
 }
-

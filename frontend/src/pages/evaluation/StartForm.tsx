@@ -10,13 +10,19 @@ import { ErrorText } from "../../components/States";
 
 export function StartForm({ onStarted }: { onStarted: (id: number) => void }) {
   const client = useQueryClient();
-  const options = useQuery({ queryKey: keys.evaluations.options, queryFn: () => api<EvaluationOptions>("/api/evaluations/options") });
+  const options = useQuery({
+    queryKey: keys.evaluations.options,
+    queryFn: () => api<EvaluationOptions>("/api/evaluations/options"),
+  });
   const [preset, setPreset] = useState<"quick" | "full">("quick");
   const [outcome, setOutcome] = useState("");
   const [seed, setSeed] = useState(0);
   const start = useMutation({
     mutationFn: () =>
-      api<Evaluation>("/api/evaluations", { method: "POST", body: { preset, seed, outcomes: outcome ? [outcome] : [] } }),
+      api<Evaluation>("/api/evaluations", {
+        method: "POST",
+        body: { preset, seed, outcomes: outcome ? [outcome] : [] },
+      }),
     onSuccess: (created) => {
       // The list shows the new evaluation at once (and so keeps looking while it runs).
       client.setQueryData<Page<Evaluation>>(keys.evaluations.list, (page) => withFirst(page, created));
@@ -60,7 +66,9 @@ export function StartForm({ onStarted }: { onStarted: (id: number) => void }) {
         {preset === "quick"
           ? quick
             ? `Quick: a seeded ${String(quick.max_train_items)} train and ${String(quick.max_test_items)} test items, and a small learned policy (SFT only) at ${
-                Array.isArray((quick.learned as { knobs?: unknown[] } | null)?.knobs) ? (quick.learned as { knobs: unknown[] }).knobs.length : "a few"
+                Array.isArray((quick.learned as { knobs?: unknown[] } | null)?.knobs)
+                  ? (quick.learned as { knobs: unknown[] }).knobs.length
+                  : "a few"
               } values of λ; every baseline.`
             : "Quick: a subset of the items and a small learned policy."
           : "Full: every item, and the learned policy at its default sizes (SFT and RL, 34 values of λ); takes minutes."}
@@ -69,4 +77,3 @@ export function StartForm({ onStarted }: { onStarted: (id: number) => void }) {
     </form>
   );
 }
-

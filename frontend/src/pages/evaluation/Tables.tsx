@@ -33,10 +33,7 @@ export function MetricsTable({ report }: { report: EvaluationReport }) {
                   {r.method}
                   {r.method === "oracle" && <span className="muted small"> (upper bound)</span>}
                   {r.bestKnob !== null && (
-                    <span className="muted small">
-                      {" "}
-                      best @ {formatKnob(r.method, r.bestKnob)}
-                    </span>
+                    <span className="muted small"> best @ {formatKnob(r.method, r.bestKnob)}</span>
                   )}
                 </th>
                 {r.notApplicable !== null ? (

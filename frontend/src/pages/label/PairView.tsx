@@ -144,7 +144,11 @@ function Side({ name, hotkey, run, picked }: { name: string; hotkey: string; run
       </div>
       <div>
         <h3 className="label-h3">Final answer</h3>
-        {run.final_answer ? <pre className="label-answer">{run.final_answer}</pre> : <p className="muted">No answer.</p>}
+        {run.final_answer ? (
+          <pre className="label-answer">{run.final_answer}</pre>
+        ) : (
+          <p className="muted">No answer.</p>
+        )}
       </div>
       <dl className="label-metrics">
         <div>

@@ -105,8 +105,8 @@ function NothingLeft({ total, onCheck }: { total: number; onCheck: () => void })
         {total === 0
           ? "There are no pairs to label yet."
           : `You have labeled all ${total} pair${total === 1 ? "" : "s"} in the queue.`}{" "}
-        A pair is two finished runs of the same task. Researchers make pairs by picking two runs (Runs → Compare →
-        “Pair for labeling”) or by importing a JSONL file of pairs. New pairs show up here.
+        A pair is two finished runs of the same task. Researchers make pairs by picking two runs (Runs → Compare → “Pair
+        for labeling”) or by importing a JSONL file of pairs. New pairs show up here.
       </p>
       <button type="button" onClick={onCheck}>
         Check again

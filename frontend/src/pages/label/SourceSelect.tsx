@@ -1,6 +1,14 @@
 import { SOURCES } from "./verdicts";
 
-export function SourceSelect({ value, onChange, label = "Source" }: { value: string; onChange: (v: string) => void; label?: string }) {
+export function SourceSelect({
+  value,
+  onChange,
+  label = "Source",
+}: {
+  value: string;
+  onChange: (v: string) => void;
+  label?: string;
+}) {
   return (
     <label>
       {label}

@@ -30,4 +30,10 @@ export const SAID: Record<Choice, string> = {
   S: "skipped",
 };
 
-export const SOURCES = ["human", "correct_over_incorrect", "cheaper_correct", "specialized_over_base", "node_level"] as const;
+export const SOURCES = [
+  "human",
+  "correct_over_incorrect",
+  "cheaper_correct",
+  "specialized_over_base",
+  "node_level",
+] as const;

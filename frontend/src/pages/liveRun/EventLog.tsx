@@ -17,7 +17,13 @@ export function eventSummary(event: RunEventMessage): string {
       bits = [event.payload.status, cut(event.payload.reason)];
       break;
     case "run.verified":
-      bits = [typeof event.payload.verification.correct === "boolean" ? (event.payload.verification.correct ? "correct" : "not correct") : null];
+      bits = [
+        typeof event.payload.verification.correct === "boolean"
+          ? event.payload.verification.correct
+            ? "correct"
+            : "not correct"
+          : null,
+      ];
       break;
     case "node.created":
     case "node.decomposed":

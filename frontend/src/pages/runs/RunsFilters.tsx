@@ -31,10 +31,20 @@ export function RunsFilters({ filters, setFilter, me, everyone, onClear }: Props
   const options = useQuery({ queryKey: keys.options, queryFn: () => api<Options>("/api/options") });
 
   return (
-    <form className="runs-filters panel" role="search" aria-label="Filter runs" onSubmit={(event) => event.preventDefault()}>
+    <form
+      className="runs-filters panel"
+      role="search"
+      aria-label="Filter runs"
+      onSubmit={(event) => event.preventDefault()}
+    >
       <label className="runs-search">
         Search tasks
-        <input type="search" value={search} placeholder="Text in the task" onChange={(event) => setSearch(event.target.value)} />
+        <input
+          type="search"
+          value={search}
+          placeholder="Text in the task"
+          onChange={(event) => setSearch(event.target.value)}
+        />
       </label>
       <label>
         Status
@@ -49,9 +59,16 @@ export function RunsFilters({ filters, setFilter, me, everyone, onClear }: Props
       </label>
       <label>
         Policy
-        <input list={`${ids}-policies`} value={policy} placeholder="Any" onChange={(event) => setPolicy(event.target.value.trim())} />
+        <input
+          list={`${ids}-policies`}
+          value={policy}
+          placeholder="Any"
+          onChange={(event) => setPolicy(event.target.value.trim())}
+        />
         <datalist id={`${ids}-policies`}>
-          {options.data?.policies.map((p) => <option key={p.name} value={p.name} />)}
+          {options.data?.policies.map((p) => (
+            <option key={p.name} value={p.name} />
+          ))}
         </datalist>
       </label>
       <label>
@@ -63,7 +80,9 @@ export function RunsFilters({ filters, setFilter, me, everyone, onClear }: Props
           onChange={(event) => setBenchmark(event.target.value.trim())}
         />
         <datalist id={`${ids}-benchmarks`}>
-          {options.data?.benchmarks.map((name) => <option key={name} value={name} />)}
+          {options.data?.benchmarks.map((name) => (
+            <option key={name} value={name} />
+          ))}
         </datalist>
       </label>
       {everyone && <OwnerFilter value={filters.owner_id} me={me} onChange={(v) => setFilter("owner_id", v)} />}

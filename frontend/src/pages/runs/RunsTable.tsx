@@ -49,8 +49,14 @@ export function RunsTable({ runs, busy, everyone, picked, toggle }: Props) {
             <th scope="col">Run</th>
             <th scope="col">Task</th>
             <th scope="col">Status</th>
-            <th scope="col" className="runs-mid">Policy</th>
-            {everyone && <th scope="col" className="runs-wide">Owner</th>}
+            <th scope="col" className="runs-mid">
+              Policy
+            </th>
+            {everyone && (
+              <th scope="col" className="runs-wide">
+                Owner
+              </th>
+            )}
             <th scope="col" className="num runs-wide">
               Tokens
             </th>
@@ -60,7 +66,9 @@ export function RunsTable({ runs, busy, everyone, picked, toggle }: Props) {
             <th scope="col" className="num runs-wide">
               Latency
             </th>
-            <th scope="col" className="runs-wide">Created</th>
+            <th scope="col" className="runs-wide">
+              Created
+            </th>
           </tr>
         </thead>
         <tbody>

@@ -26,7 +26,9 @@ export function ItemPicker(props: {
   const found = useQuery({
     queryKey: keys.recordedItems(source, deferred, offset),
     queryFn: ({ signal }) =>
-      api<Page<RecordedItem>>(`/api/recorded-items${query({ source, search: deferred, limit: ITEMS_PAGE, offset })}`, { signal }),
+      api<Page<RecordedItem>>(`/api/recorded-items${query({ source, search: deferred, limit: ITEMS_PAGE, offset })}`, {
+        signal,
+      }),
     placeholderData: (previous) => previous,
   });
   const chosen = new Set(items.map((item) => `${item.source}/${item.item_id}`));
@@ -34,7 +36,8 @@ export function ItemPicker(props: {
   if (sources.length === 0)
     return (
       <p className="muted">
-        No recorded outcomes are imported yet, so there is nothing to compose. <code>make up</code> imports the shipped ones.
+        No recorded outcomes are imported yet, so there is nothing to compose. <code>make up</code> imports the shipped
+        ones.
       </p>
     );
   return (

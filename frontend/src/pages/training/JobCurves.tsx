@@ -29,7 +29,9 @@ export function JobCurves({ id, messages, status }: Props) {
     queryKey: keys.training.job(id),
     queryFn: () => api<TrainingJobDetail>(`/api/training/jobs/${id}`),
     refetchInterval: (q) =>
-      (q.state.data && ACTIVE.has(q.state.data.status) && messages.length === 0) || mayHeal(q.state.error) ? 3000 : false,
+      (q.state.data && ACTIVE.has(q.state.data.status) && messages.length === 0) || mayHeal(q.state.error)
+        ? 3000
+        : false,
   });
   const { refetch } = detail;
   const stale = status !== undefined && detail.data !== undefined && status !== detail.data.status;
@@ -54,7 +56,9 @@ export function JobCurves({ id, messages, status }: Props) {
       <div className="training-curve" data-testid="training-curve" data-points={history.length}>
         {all.length === 0 ? (
           <p className="muted">
-            {ACTIVE.has(job.status) ? "No metrics yet: the curves appear once training reports its first epoch." : "This job recorded no metric history."}
+            {ACTIVE.has(job.status)
+              ? "No metrics yet: the curves appear once training reports its first epoch."
+              : "This job recorded no metric history."}
           </p>
         ) : (
           <ResponsiveContainer width="100%" height="100%">
@@ -68,8 +72,13 @@ export function JobCurves({ id, messages, status }: Props) {
                 label={{ value: "progress", position: "insideBottom", offset: -10 }}
               />
               {lines.loss.length > 0 && <YAxis yAxisId="loss" width={52} domain={["auto", "auto"]} />}
-              {lines.other.length > 0 && <YAxis yAxisId="other" orientation="right" width={44} domain={["auto", "auto"]} />}
-              <Tooltip labelFormatter={(v) => `progress ${pct(Number(v), 1)}`} formatter={(v) => (typeof v === "number" ? v.toFixed(4) : String(v))} />
+              {lines.other.length > 0 && (
+                <YAxis yAxisId="other" orientation="right" width={44} domain={["auto", "auto"]} />
+              )}
+              <Tooltip
+                labelFormatter={(v) => `progress ${pct(Number(v), 1)}`}
+                formatter={(v) => (typeof v === "number" ? v.toFixed(4) : String(v))}
+              />
               <Legend verticalAlign="top" />
               {all.map((key, k) => (
                 <Line
@@ -90,4 +99,3 @@ export function JobCurves({ id, messages, status }: Props) {
     </section>
   );
 }
-

@@ -3,7 +3,15 @@ import type { TrainingJob } from "../../api/types";
 import { pct, when } from "../../lib/format";
 import { KIND_LABEL } from "./config";
 
-export function JobTable({ jobs, selectedId, onSelect }: { jobs: TrainingJob[]; selectedId: number | null; onSelect: (id: number) => void }) {
+export function JobTable({
+  jobs,
+  selectedId,
+  onSelect,
+}: {
+  jobs: TrainingJob[];
+  selectedId: number | null;
+  onSelect: (id: number) => void;
+}) {
   return (
     <div className="table-wrap">
       <table className="jobs-table">
@@ -27,7 +35,12 @@ export function JobTable({ jobs, selectedId, onSelect }: { jobs: TrainingJob[]; 
               className={job.id === selectedId ? "selected" : undefined}
             >
               <th scope="row">
-                <button type="button" className="link" aria-pressed={job.id === selectedId} onClick={() => onSelect(job.id)}>
+                <button
+                  type="button"
+                  className="link"
+                  aria-pressed={job.id === selectedId}
+                  onClick={() => onSelect(job.id)}
+                >
                   #{job.id}
                 </button>
               </th>
@@ -59,4 +72,3 @@ export function JobTable({ jobs, selectedId, onSelect }: { jobs: TrainingJob[]; 
     </div>
   );
 }
-

@@ -21,7 +21,10 @@ export function StartForm({ onStarted }: { onStarted: (id: number) => void }) {
   const [outcomes, setOutcomes] = useState<string[]>([]);
   const start = useMutation({
     mutationFn: () =>
-      api<TrainingJob>("/api/training/jobs", { method: "POST", body: { kind, config: jobConfig(kind, size, seed, outcomes) } }),
+      api<TrainingJob>("/api/training/jobs", {
+        method: "POST",
+        body: { kind, config: jobConfig(kind, size, seed, outcomes) },
+      }),
     onSuccess: (job) => {
       // The list shows the new job at once (and so keeps looking while it runs).
       client.setQueryData<Page<TrainingJob>>(keys.training.jobs, (page) => withFirst(page, job));
@@ -33,7 +36,8 @@ export function StartForm({ onStarted }: { onStarted: (id: number) => void }) {
     event.preventDefault();
     start.mutate();
   };
-  const toggle = (name: string) => setOutcomes((now) => (now.includes(name) ? now.filter((n) => n !== name) : [...now, name]));
+  const toggle = (name: string) =>
+    setOutcomes((now) => (now.includes(name) ? now.filter((n) => n !== name) : [...now, name]));
   const fullDefault = kind === "policy" ? "every shipped file" : "routerbench and llmrouter";
   return (
     <form className="panel stack" onSubmit={submit} aria-label="Start a training job">
@@ -59,7 +63,10 @@ export function StartForm({ onStarted }: { onStarted: (id: number) => void }) {
       </div>
       <fieldset className="outcomes">
         <legend>
-          Outcome files <span className="muted small">(none ticked: {size === "quick" ? QUICK_OUTCOMES.join(", ") : fullDefault})</span>
+          Outcome files{" "}
+          <span className="muted small">
+            (none ticked: {size === "quick" ? QUICK_OUTCOMES.join(", ") : fullDefault})
+          </span>
         </legend>
         {options.isPending && <Loading what="Loading the outcome files" />}
         {options.isError && <ErrorText error={options.error} />}
@@ -80,4 +87,3 @@ export function StartForm({ onStarted }: { onStarted: (id: number) => void }) {
     </form>
   );
 }
-
