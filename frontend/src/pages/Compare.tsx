@@ -8,6 +8,7 @@ import { keys } from "../api/queryKeys";
 import type { Pair, Run, Tree } from "../api/types";
 import { atLeast, useMe } from "../auth";
 import { RunTreeView } from "../components/RunTree";
+import { Scrollable } from "../components/Scrollable";
 import { Empty, ErrorText, Loading } from "../components/States";
 import { plain } from "../lib/format";
 import { Summary, verdictOf } from "./compare/Summary";
@@ -142,13 +143,17 @@ function Side({ label, tree, showTask }: { label: string; tree: Tree; showTask: 
       {showTask && (
         <div>
           <h3>Task #{run.task_id}</h3>
-          <pre className="compare-task">{run.task_text}</pre>
+          <Scrollable as="pre" className="compare-task" label={`Task of run ${label}`}>
+            {run.task_text}
+          </Scrollable>
         </div>
       )}
       <div>
         <h3>Answer</h3>
         {run.final_answer ? (
-          <pre className="compare-answer">{run.final_answer}</pre>
+          <Scrollable as="pre" className="compare-answer" label={`Answer of run ${label}`}>
+            {run.final_answer}
+          </Scrollable>
         ) : (
           <p className="muted">No answer yet.</p>
         )}

@@ -6,6 +6,7 @@ import { api, fetchAll } from "../api/client";
 import { keys } from "../api/queryKeys";
 import type { Admissibility, Endpoint, Pool, Primitive } from "../api/types";
 import { atLeast, useMe } from "../auth";
+import { Scrollable } from "../components/Scrollable";
 import { Empty, ErrorText, Loading } from "../components/States";
 import "./Pools.css";
 
@@ -142,7 +143,7 @@ interface GridProps {
 function Grid({ endpoints, primitives, rows, canEdit, busy, onToggle }: GridProps) {
   const byPair = new Map(rows.map((row) => [`${row.endpoint_id}/${row.primitive_id}`, row]));
   return (
-    <div className="table-wrap">
+    <Scrollable className="table-wrap" label="Admissibility grid">
       <table className="grid" data-testid="admissibility-grid">
         <thead>
           <tr>
@@ -204,6 +205,6 @@ function Grid({ endpoints, primitives, rows, canEdit, busy, onToggle }: GridProp
           ))}
         </tbody>
       </table>
-    </div>
+    </Scrollable>
   );
 }

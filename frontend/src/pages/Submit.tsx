@@ -7,6 +7,7 @@ import { Link, useNavigate, useSearchParams } from "react-router";
 import { api, fetchAll } from "../api/client";
 import { keys } from "../api/queryKeys";
 import type { Options, Pool, RecordedItem, Run, Task } from "../api/types";
+import { Scrollable } from "../components/Scrollable";
 import { ErrorText, Loading } from "../components/States";
 import { ItemPicker } from "./submit/ItemPicker";
 import { DEFAULT_SETTINGS, runBody, RunSettings, type Settings } from "./submit/RunSettings";
@@ -132,9 +133,9 @@ export default function SubmitPage() {
             {againTask.isError ? (
               <ErrorText error={againTask.error} />
             ) : (
-              <p className="submit-again" data-testid="again-text">
+              <Scrollable as="p" className="submit-again" data-testid="again-text" label="The task">
                 {againTask.data?.text}
-              </p>
+              </Scrollable>
             )}
             <p className="muted small">
               Another run of the same task, with the settings you choose: two runs of one task can be compared side by

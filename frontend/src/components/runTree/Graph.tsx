@@ -19,7 +19,7 @@ import { memo, useEffect, useMemo } from "react";
 import type { TreeNode } from "../../api/types";
 import { layoutTree, NODE_HEIGHT, NODE_WIDTH } from "../../lib/eventTree";
 import type { RunTreeProps } from "../RunTree";
-import { hasChildren, label, NodeFacts, openOnKey, preview } from "./parts";
+import { hasChildren, NodeFacts, openOnKey, preview } from "./parts";
 
 interface CardData extends Record<string, unknown> {
   node: TreeNode;
@@ -44,7 +44,6 @@ const Card = memo(function Card({ data }: NodeProps<CardNode>) {
         role="button"
         tabIndex={0}
         aria-pressed={selected}
-        aria-label={label(node)}
         onKeyDown={(event) => openOnKey(event, () => onSelect?.(node.key))}
         onFocus={() => onFocusNode?.(node.key)}
       >

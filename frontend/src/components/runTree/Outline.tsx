@@ -3,7 +3,7 @@ import { useMemo } from "react";
 
 import { childrenOf } from "../../lib/eventTree";
 import type { RunTreeProps } from "../RunTree";
-import { label, NodeFacts, openOnKey, preview } from "./parts";
+import { NodeFacts, openOnKey, preview } from "./parts";
 
 export function Outline({ tree, selected, onSelect }: Pick<RunTreeProps, "tree" | "selected" | "onSelect">) {
   const children = useMemo(() => childrenOf(tree.nodes), [tree.nodes]);
@@ -24,7 +24,6 @@ export function Outline({ tree, selected, onSelect }: Pick<RunTreeProps, "tree" 
                 role="button"
                 tabIndex={0}
                 aria-pressed={node.key === selected}
-                aria-label={label(node)}
                 onClick={() => onSelect?.(node.key)}
                 onKeyDown={(event) => openOnKey(event, () => onSelect?.(node.key))}
               >

@@ -1,5 +1,5 @@
 // What the graph and the outline both show of a node: its pair, tokens, cost, latency and
-// subtree totals, its text, and a label for screen readers.
+// subtree totals, and its text (a node button is named by what it shows).
 import type { KeyboardEvent } from "react";
 
 import type { Tree, TreeNode } from "../../api/types";
@@ -55,11 +55,6 @@ export function NodeFacts({ node, parent }: { node: TreeNode; parent: boolean })
  * prompt may share with every item of its benchmark); other nodes' text whole. */
 export function preview(node: TreeNode): string {
   return node.item_id ? questionOf(node.text) : node.text;
-}
-
-export function label(node: TreeNode): string {
-  const pair = pairLabel(node);
-  return `${node.kind} ${node.key}, ${node.status}${pair ? `, ${pair}` : ""}: ${preview(node).slice(0, 120)}`;
 }
 
 export function openOnKey(event: KeyboardEvent, open: () => void) {

@@ -3,6 +3,7 @@ import type { ReactNode } from "react";
 import { Link } from "react-router";
 
 import type { Run } from "../../api/types";
+import { Scrollable } from "../../components/Scrollable";
 import { seconds, tokens, usd, when } from "../../lib/format";
 
 export function verdictOf(run: Run): string {
@@ -84,7 +85,7 @@ export function Summary({ a, b }: { a: Run; b: Run }) {
     { name: "Started", a: when(a.started_at ?? a.created_at), b: when(b.started_at ?? b.created_at) },
   ];
   return (
-    <div className="table-wrap compare-table">
+    <Scrollable className="table-wrap compare-table" label="The two runs">
       <table>
         <thead>
           <tr>
@@ -109,7 +110,7 @@ export function Summary({ a, b }: { a: Run; b: Run }) {
           ))}
         </tbody>
       </table>
-    </div>
+    </Scrollable>
   );
 }
 

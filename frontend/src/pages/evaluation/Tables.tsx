@@ -1,4 +1,5 @@
 // An evaluation's numbers: the metrics table and the per-domain breakdown.
+import { Scrollable } from "../../components/Scrollable";
 import { pct } from "../../lib/format";
 import { formatKnob, metricsRows, perDomain, usdPerQuery, type EvaluationReport } from "../../lib/pareto";
 
@@ -12,7 +13,7 @@ export function MetricsTable({ report }: { report: EvaluationReport }) {
       <p className="muted small">
         A method with a knob shows its most accurate point; AIQ, APGR and CPT use all its points (docs/evaluation.md).
       </p>
-      <div className="table-wrap">
+      <Scrollable className="table-wrap" label="Metrics">
         <table data-testid="metrics-table">
           <thead>
             <tr>
@@ -55,7 +56,7 @@ export function MetricsTable({ report }: { report: EvaluationReport }) {
             ))}
           </tbody>
         </table>
-      </div>
+      </Scrollable>
     </section>
   );
 }
@@ -69,7 +70,7 @@ export function PerDomainTable({ report }: { report: EvaluationReport }) {
       {domains.length === 0 ? (
         <p className="muted">The report has no per-domain accuracy.</p>
       ) : (
-        <div className="table-wrap">
+        <Scrollable className="table-wrap" label="Accuracy per domain">
           <table data-testid="per-domain">
             <thead>
               <tr>
@@ -92,7 +93,7 @@ export function PerDomainTable({ report }: { report: EvaluationReport }) {
               ))}
             </tbody>
           </table>
-        </div>
+        </Scrollable>
       )}
     </section>
   );

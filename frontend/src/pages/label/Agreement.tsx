@@ -5,6 +5,7 @@ import { useState } from "react";
 import { api, query } from "../../api/client";
 import { keys } from "../../api/queryKeys";
 import type { Agreement } from "../../api/types";
+import { Scrollable } from "../../components/Scrollable";
 import { Empty, ErrorText, Loading } from "../../components/States";
 import { SourceSelect } from "./SourceSelect";
 
@@ -99,7 +100,7 @@ function AgreementResult({ data }: { data: Agreement }) {
 
 function CohenTable({ rows }: { rows: Agreement["cohen"] }) {
   return (
-    <div className="table-wrap">
+    <Scrollable className="table-wrap" label="Cohen's κ per two labelers">
       <table>
         <thead>
           <tr>
@@ -126,6 +127,6 @@ function CohenTable({ rows }: { rows: Agreement["cohen"] }) {
           ))}
         </tbody>
       </table>
-    </div>
+    </Scrollable>
   );
 }

@@ -7,6 +7,7 @@ import { ApiError, api } from "../../api/client";
 import { keys } from "../../api/queryKeys";
 import type { QueueItem, Tree } from "../../api/types";
 import { RunTreeView } from "../../components/RunTree";
+import { Scrollable } from "../../components/Scrollable";
 import { ErrorText, Loading } from "../../components/States";
 import { seconds, tokens, usd } from "../../lib/format";
 import { useHotkeys } from "../../lib/hotkeys";
@@ -120,7 +121,9 @@ function TaskCard({ item }: { item: QueueItem }) {
           {others > 0 && ` · ${others} label${others === 1 ? "" : "s"} by others`}
         </span>
       </div>
-      <pre className="label-task-text">{item.task.text}</pre>
+      <Scrollable as="pre" className="label-task-text" label="Task">
+        {item.task.text}
+      </Scrollable>
     </div>
   );
 }
@@ -145,7 +148,9 @@ function Side({ name, hotkey, run, picked }: { name: string; hotkey: string; run
       <div>
         <h3 className="label-h3">Final answer</h3>
         {run.final_answer ? (
-          <pre className="label-answer">{run.final_answer}</pre>
+          <Scrollable as="pre" className="label-answer" label={`${name} answer`}>
+            {run.final_answer}
+          </Scrollable>
         ) : (
           <p className="muted">No answer.</p>
         )}

@@ -6,6 +6,7 @@ import { Link } from "react-router";
 import { api, query, type Page } from "../../api/client";
 import { keys } from "../../api/queryKeys";
 import type { Pair } from "../../api/types";
+import { Scrollable } from "../../components/Scrollable";
 import { ErrorText, Loading } from "../../components/States";
 import { when } from "../../lib/format";
 import { ImportPairs } from "./Import";
@@ -136,7 +137,7 @@ function PairList() {
 
 function PairTable({ items }: { items: Pair[] }) {
   return (
-    <div className="table-wrap">
+    <Scrollable className="table-wrap" label="Pairs">
       <table>
         <thead>
           <tr>
@@ -168,6 +169,6 @@ function PairTable({ items }: { items: Pair[] }) {
           ))}
         </tbody>
       </table>
-    </div>
+    </Scrollable>
   );
 }

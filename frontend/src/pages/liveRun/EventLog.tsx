@@ -1,7 +1,8 @@
 // The run's events as they arrived, with what the socket did to keep them whole.
-import { useEffect, useRef, useState } from "react";
+import { useState } from "react";
 
 import type { RunEventMessage } from "../../api/events";
+import { Scrollable } from "../../components/Scrollable";
 import type { SocketStats } from "../../lib/runSocket";
 
 /** One line about an event: the node it is about, and what happened. */
@@ -56,29 +57,26 @@ function statsText(count: number, stats: SocketStats | null): string {
 }
 
 export function EventLog({ log, stats }: { log: RunEventMessage[]; stats: SocketStats | null }) {
-  const listRef = useRef<HTMLOListElement>(null);
   const [open, setOpen] = useState(false);
-  useEffect(() => {
-    const list = listRef.current;
-    if (open && list) list.scrollTop = list.scrollHeight;
-  }, [log.length, open]);
   return (
     <details className="panel liverun-log" onToggle={(event) => setOpen(event.currentTarget.open)}>
       <summary>
         Event log <span className="muted small">{statsText(log.length, stats)}</span>
       </summary>
-      <ol ref={listRef} className="event-log" data-testid="event-log" aria-label="Events">
-        {log.map((event) => (
-          <li key={event.seq} data-seq={event.seq}>
-            <span className="seq mono">#{event.seq}</span>
-            <span className="type mono">{event.type}</span>
-            <span className="what">{eventSummary(event)}</span>
-            <time className="muted" dateTime={event.created_at}>
-              {event.created_at ? new Date(event.created_at).toLocaleTimeString() : ""}
-            </time>
-          </li>
-        ))}
-      </ol>
+      <Scrollable className="event-log-scroll" label="Events" followEnd={open ? log.length : undefined}>
+        <ol className="event-log" data-testid="event-log">
+          {log.map((event) => (
+            <li key={event.seq} data-seq={event.seq}>
+              <span className="seq mono">#{event.seq}</span>
+              <span className="type mono">{event.type}</span>
+              <span className="what">{eventSummary(event)}</span>
+              <time className="muted" dateTime={event.created_at}>
+                {event.created_at ? new Date(event.created_at).toLocaleTimeString() : ""}
+              </time>
+            </li>
+          ))}
+        </ol>
+      </Scrollable>
     </details>
   );
 }

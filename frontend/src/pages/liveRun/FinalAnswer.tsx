@@ -1,4 +1,5 @@
 // The run's final answer, its verification and its totals, once it has ended.
+import { Scrollable } from "../../components/Scrollable";
 import type { LiveTree } from "../../lib/eventTree";
 import { plain, seconds, tokens, usd, when } from "../../lib/format";
 
@@ -34,7 +35,9 @@ export function FinalAnswer({ tree }: { tree: LiveTree }) {
         <span className={`status ${run.status}`}>{run.status}</span>
         {run.end_reason && <span className="muted small">{run.end_reason}</span>}
       </div>
-      <pre data-testid="final-answer">{run.final_answer || "(no answer)"}</pre>
+      <Scrollable as="pre" data-testid="final-answer" label="Final answer">
+        {run.final_answer || "(no answer)"}
+      </Scrollable>
       <div className="grid2">
         <div>
           <h3>Verification</h3>

@@ -5,6 +5,7 @@ import { useEffect, useEffectEvent, useId, useRef } from "react";
 
 import type { Attempt, Endpoint, TreeNode } from "../../api/types";
 import { pairLabel, shortModel } from "../../components/RunTree";
+import { Scrollable } from "../../components/Scrollable";
 import { seconds, tokens, usd } from "../../lib/format";
 import { Verification } from "./FinalAnswer";
 import { Rerun } from "./Rerun";
@@ -49,7 +50,7 @@ export function NodePanel({ runId, poolId, node, endpoints, narrow, onClose, onR
   return (
     <>
       {narrow && <div className="drawer-backdrop" onClick={onClose} aria-hidden="true" />}
-      <aside
+      <div
         className={`node-panel panel${narrow ? " drawer" : ""}`}
         data-testid="node-panel"
         data-key={node.key}
@@ -83,7 +84,9 @@ export function NodePanel({ runId, poolId, node, endpoints, narrow, onClose, onR
           {node.best_of && (
             <>
               <h3>Best of N</h3>
-              <pre>{JSON.stringify(node.best_of, null, 2)}</pre>
+              <Scrollable as="pre" label="Best of N">
+                {JSON.stringify(node.best_of, null, 2)}
+              </Scrollable>
             </>
           )}
           <Attempts node={node} />
@@ -91,7 +94,7 @@ export function NodePanel({ runId, poolId, node, endpoints, narrow, onClose, onR
             <Rerun runId={runId} poolId={poolId} node={node} endpoints={endpoints} onDone={onRerun} />
           )}
         </div>
-      </aside>
+      </div>
     </>
   );
 }
@@ -100,15 +103,25 @@ function NodeText({ node }: { node: TreeNode }) {
   return (
     <>
       <h3>Prompt</h3>
-      <pre>{node.text || "(empty)"}</pre>
+      <Scrollable as="pre" label="Prompt">
+        {node.text || "(empty)"}
+      </Scrollable>
       {node.output && (
         <>
           <h3>Output</h3>
-          <pre>{node.output}</pre>
+          <Scrollable as="pre" label="Output">
+            {node.output}
+          </Scrollable>
         </>
       )}
       <h3>Answer</h3>
-      {node.answer ? <pre className="answer">{node.answer}</pre> : <p className="muted small">No answer yet.</p>}
+      {node.answer ? (
+        <Scrollable as="pre" className="answer" label="Answer">
+          {node.answer}
+        </Scrollable>
+      ) : (
+        <p className="muted small">No answer yet.</p>
+      )}
       <h3>Verification</h3>
       <Verification value={node.verification} />
     </>

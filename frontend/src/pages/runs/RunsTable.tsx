@@ -4,6 +4,7 @@ import type { KeyboardEvent, MouseEvent } from "react";
 import { Link, useNavigate } from "react-router";
 
 import type { Run } from "../../api/types";
+import { Scrollable } from "../../components/Scrollable";
 import { seconds, tokens, usd, when } from "../../lib/format";
 
 interface Props {
@@ -38,7 +39,7 @@ export function RunsTable({ runs, busy, everyone, picked, toggle }: Props) {
   };
 
   return (
-    <div className="table-wrap runs-table" aria-busy={busy}>
+    <Scrollable className="table-wrap runs-table" aria-busy={busy} label="Runs">
       <table>
         <caption className="sr-only">Runs, newest first. Enter opens a run; Space picks it to compare.</caption>
         <thead>
@@ -117,6 +118,6 @@ export function RunsTable({ runs, busy, everyone, picked, toggle }: Props) {
           })}
         </tbody>
       </table>
-    </div>
+    </Scrollable>
   );
 }

@@ -117,9 +117,9 @@ export function ItemPicker(props: {
           </div>
         </>
       )}
-      <h3>
+      <h2 className="submit-chosen">
         Chosen ({items.length}/{MAX_ITEMS})
-      </h3>
+      </h2>
       {items.length === 0 ? (
         <p className="muted small">Add at least one item.</p>
       ) : (

@@ -5,6 +5,7 @@ import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { api, fetchEvery } from "../../api/client";
 import { keys } from "../../api/queryKeys";
 import type { Checkpoint } from "../../api/types";
+import { Scrollable } from "../../components/Scrollable";
 import { Empty, ErrorText, Loading } from "../../components/States";
 import { when } from "../../lib/format";
 import { metricSummary } from "../../lib/trainingSocket";
@@ -32,7 +33,7 @@ export function Checkpoints() {
         </Empty>
       )}
       {checkpoints.data && checkpoints.data.items.length > 0 && (
-        <div className="table-wrap">
+        <Scrollable className="table-wrap" label="Checkpoints">
           <table>
             <thead>
               <tr>
@@ -77,7 +78,7 @@ export function Checkpoints() {
               ))}
             </tbody>
           </table>
-        </div>
+        </Scrollable>
       )}
     </section>
   );

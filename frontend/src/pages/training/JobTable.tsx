@@ -1,5 +1,6 @@
 // The training jobs: status, progress and stage of each; a job's number selects it.
 import type { TrainingJob } from "../../api/types";
+import { Scrollable } from "../../components/Scrollable";
 import { pct, when } from "../../lib/format";
 import { KIND_LABEL } from "./config";
 
@@ -13,7 +14,7 @@ export function JobTable({
   onSelect: (id: number) => void;
 }) {
   return (
-    <div className="table-wrap">
+    <Scrollable className="table-wrap" label="Training jobs">
       <table className="jobs-table">
         <thead>
           <tr>
@@ -69,6 +70,6 @@ export function JobTable({
           ))}
         </tbody>
       </table>
-    </div>
+    </Scrollable>
   );
 }
