@@ -1,6 +1,6 @@
 """Who may call what (issue 8, part 4).
 
-- The access matrix: every /api/ route in the live OpenAPI schema and both WebSocket
+- The access matrix: every /api/ route in the live OpenAPI schema and every WebSocket
   routes, as each role (anonymous, viewer, labeler, researcher, admin), on the caller's own
   object and on someone else's. The expected status comes from docs/api.md's table:
   401 anonymous, 403 below the route's role, 404 for someone else's task or run below
