@@ -1,18 +1,19 @@
 # Orchestra Studio. Two commands on a fresh machine:
 #   make up     run the studio (embedded PostgreSQL and Redis unless DATABASE_URL / REDIS_URL are set)
-#   make test   ruff, mypy and pytest, on real PostgreSQL and Redis (embedded ones when unset)
+#   make test   ruff, mypy, ESLint, Prettier, tsc, Vitest and pytest, on real PostgreSQL and Redis (embedded ones when unset)
 
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat requirements.txt requirements-dev.txt | sha1sum | cut -c1-12)
 
-.PHONY: up test lint typecheck pytest install clean-data help frontend frontend-test chromium api-types reliability
+.PHONY: up test lint typecheck pytest install clean-data help frontend frontend-lint frontend-format frontend-test chromium api-types reliability
 
 help:
 	@echo "make up      run the studio at http://127.0.0.1:8000/ (Ctrl-C stops it; data stays in .data/)"
-	@echo "make test    ruff, mypy and pytest on real PostgreSQL and Redis"
-	@echo "make lint / typecheck / frontend-test / pytest   one part of make test"
+	@echo "make test    ruff, mypy, ESLint, Prettier, tsc, Vitest and pytest on real PostgreSQL and Redis"
+	@echo "make lint / typecheck / frontend-lint / frontend-test / pytest   one part of make test"
+	@echo "make frontend-format   rewrite frontend/ in Prettier's style"
 	@echo "make frontend   build the browser studio (frontend/dist) when its sources changed"
 	@echo "make api-types  regenerate frontend/src/api/openapi.json and schema.d.ts after an API change"
 	@echo "make reliability  the long hardening benches: crashes, restarts, provider faults, fuzzing, load, soak (~45 min)"
@@ -39,13 +40,23 @@ frontend/dist/index.html: $(NODE_STAMP) $(FRONTEND_SRC)
 
 frontend: frontend/dist/index.html
 
+# ESLint (typescript-eslint with types, react-hooks, jsx-a11y; warnings fail) and Prettier's check.
+frontend-lint: $(NODE_STAMP)
+	cd frontend && npx eslint --max-warnings 0 . && npx prettier --check .
+
+frontend-format: $(NODE_STAMP)
+	cd frontend && npx prettier --write .
+
 # Vitest for the components, and tsc against the types generated from the API's schema.
 frontend-test: $(NODE_STAMP)
 	cd frontend && npx tsc --noEmit && npx vitest run
 
+# The API's schema and the WebSocket messages' schemas, and the types generated from each.
 api-types: $(STAMP) $(NODE_STAMP)
 	$(BIN)/python manage.py export_openapi_schema --api studio.api.api --output frontend/src/api/openapi.json --indent 1 --sorted
+	$(BIN)/python manage.py export_event_schema --output frontend/src/api/messages.json
 	cd frontend && npx openapi-typescript src/api/openapi.json -o src/api/schema.d.ts
+	cd frontend && npx openapi-typescript src/api/messages.json -o src/api/messages.d.ts
 
 # The browser tests drive Debian's Chromium; install it where we may (root with apt), else say how.
 chromium:
@@ -58,7 +69,7 @@ chromium:
 up: $(STAMP) frontend
 	$(BIN)/python manage.py up
 
-test: lint typecheck frontend-test pytest
+test: lint typecheck frontend-lint frontend-test pytest
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -9,8 +9,10 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
 from studio.models import Run, RunEvent, User
-from studio.permissions import can_read_run
+from studio.permissions import can_read_run, can_see_everything
+from studio.services.evaluation_progress import evaluation_group, evaluation_message
 from studio.services.events import event_message, run_group
+from studio.services.training import training_group
 
 # Close codes (4000-4999 are the application's): a browser can tell why it was refused.
 CLOSE_UNAUTHENTICATED = 4401
@@ -96,9 +98,8 @@ class RunConsumer(AsyncJsonWebsocketConsumer):
 def _training_snapshot(user: User, job_id: int) -> dict[str, Any] | None:
     """The job as it stands, if the user may watch it (researchers and admins)."""
     from studio.models import TrainingJob
-    from studio.permissions import can_see_everything
 
-    if not can_see_everything(user):  # researchers and admins
+    if not can_see_everything(user):
         return None
     job = TrainingJob.objects.filter(pk=job_id).first()
     if job is None:
@@ -108,21 +109,39 @@ def _training_snapshot(user: User, job_id: int) -> dict[str, Any] | None:
     }  # fmt: skip
 
 
-class TrainingConsumer(AsyncJsonWebsocketConsumer):
-    """`/ws/training/<id>/`: the job as it stands, then each progress update, for researchers
-    and admins. Progress is a state, not a log: a client that reconnects gets the latest."""
+@database_sync_to_async
+def _evaluation_snapshot(user: User, evaluation_id: int) -> dict[str, Any] | None:
+    """The evaluation as it stands, if the user may watch it (researchers and admins)."""
+    from studio.models import EvaluationRun
+
+    if not can_see_everything(user):
+        return None
+    run = EvaluationRun.objects.filter(pk=evaluation_id).first()
+    return evaluation_message(run) if run is not None else None
+
+
+class JobConsumer(AsyncJsonWebsocketConsumer):
+    """A background job's progress, for researchers and admins: the job as it stands, then each
+    update. Progress is a state, not a log: a client that reconnects gets the latest. It joins
+    the job's group before it reads the job, so no update falls between the two."""
+
+    url_kwarg = "job_id"  # the job's id in the route
+
+    def group_of(self, job_id: int) -> str:
+        raise NotImplementedError
+
+    async def snapshot(self, user: User, job_id: int) -> dict[str, Any] | None:
+        raise NotImplementedError
 
     async def connect(self) -> None:
         user = self.scope.get("user")
-        job_id = int(self.scope["url_route"]["kwargs"]["job_id"])
+        job_id = int(self.scope["url_route"]["kwargs"][self.url_kwarg])
         if user is None or not user.is_authenticated:
             await self.close(code=CLOSE_UNAUTHENTICATED)
             return
-        from studio.services.training import training_group
-
-        self.group = training_group(job_id)
+        self.group = self.group_of(job_id)
         await self.channel_layer.group_add(self.group, self.channel_name)
-        snapshot = await _training_snapshot(user, job_id)
+        snapshot = await self.snapshot(user, job_id)
         if snapshot is None:
             await self.channel_layer.group_discard(self.group, self.channel_name)
             del self.group
@@ -131,8 +150,7 @@ class TrainingConsumer(AsyncJsonWebsocketConsumer):
         await self.accept()
         await self.send_json({"kind": "progress", **snapshot})
 
-    async def training_progress(self, content: dict[str, Any]) -> None:
-        """A `training.progress` message from the channel layer."""
+    async def send_progress(self, content: dict[str, Any]) -> None:
         await self.send_json({"kind": "progress", **{k: v for k, v in content.items() if k != "type"}})
 
     async def disconnect(self, code: int) -> None:
@@ -141,3 +159,33 @@ class TrainingConsumer(AsyncJsonWebsocketConsumer):
 
     async def receive_json(self, content: Any, **kwargs: Any) -> None:
         """Clients only listen; anything they send is ignored."""
+
+
+class TrainingConsumer(JobConsumer):
+    """`/ws/training/<id>/`: a training job's progress (event_schemas.TrainingProgress)."""
+
+    def group_of(self, job_id: int) -> str:
+        return training_group(job_id)
+
+    async def snapshot(self, user: User, job_id: int) -> dict[str, Any] | None:
+        return await _training_snapshot(user, job_id)
+
+    async def training_progress(self, content: dict[str, Any]) -> None:
+        """A `training.progress` message from the channel layer."""
+        await self.send_progress(content)
+
+
+class EvaluationConsumer(JobConsumer):
+    """`/ws/evaluations/<id>/`: an evaluation's progress (event_schemas.EvaluationProgress)."""
+
+    url_kwarg = "evaluation_id"
+
+    def group_of(self, job_id: int) -> str:
+        return evaluation_group(job_id)
+
+    async def snapshot(self, user: User, job_id: int) -> dict[str, Any] | None:
+        return await _evaluation_snapshot(user, job_id)
+
+    async def evaluation_progress(self, content: dict[str, Any]) -> None:
+        """An `evaluation.progress` message from the channel layer."""
+        await self.send_progress(content)

@@ -17,9 +17,9 @@ const TrainingPage = lazy(() => import("./pages/Training"));
 const EvaluationPage = lazy(() => import("./pages/Evaluation"));
 const PoolsPage = lazy(() => import("./pages/Pools"));
 
-function Page({ role, children }: { role: Role; children: ReactNode }) {
+function Page({ needs, children }: { needs: Role; children: ReactNode }) {
   return (
-    <RequireRole role={role}>
+    <RequireRole needs={needs}>
       <Suspense fallback={<Loading what="Loading the page" />}>{children}</Suspense>
     </RequireRole>
   );
@@ -30,14 +30,70 @@ export function App() {
     <Routes>
       <Route element={<Layout />}>
         <Route path="/login" element={<LoginPage />} />
-        <Route path="/" element={<Page role="viewer"><SubmitPage /></Page>} />
-        <Route path="/runs" element={<Page role="viewer"><RunsPage /></Page>} />
-        <Route path="/runs/compare" element={<Page role="viewer"><ComparePage /></Page>} />
-        <Route path="/runs/:runId" element={<Page role="viewer"><LiveRunPage /></Page>} />
-        <Route path="/label" element={<Page role="labeler"><LabelPage /></Page>} />
-        <Route path="/training" element={<Page role="researcher"><TrainingPage /></Page>} />
-        <Route path="/evaluation" element={<Page role="researcher"><EvaluationPage /></Page>} />
-        <Route path="/pools" element={<Page role="viewer"><PoolsPage /></Page>} />
+        <Route
+          path="/"
+          element={
+            <Page needs="viewer">
+              <SubmitPage />
+            </Page>
+          }
+        />
+        <Route
+          path="/runs"
+          element={
+            <Page needs="viewer">
+              <RunsPage />
+            </Page>
+          }
+        />
+        <Route
+          path="/runs/compare"
+          element={
+            <Page needs="viewer">
+              <ComparePage />
+            </Page>
+          }
+        />
+        <Route
+          path="/runs/:runId"
+          element={
+            <Page needs="viewer">
+              <LiveRunPage />
+            </Page>
+          }
+        />
+        <Route
+          path="/label"
+          element={
+            <Page needs="labeler">
+              <LabelPage />
+            </Page>
+          }
+        />
+        <Route
+          path="/training"
+          element={
+            <Page needs="researcher">
+              <TrainingPage />
+            </Page>
+          }
+        />
+        <Route
+          path="/evaluation"
+          element={
+            <Page needs="researcher">
+              <EvaluationPage />
+            </Page>
+          }
+        />
+        <Route
+          path="/pools"
+          element={
+            <Page needs="viewer">
+              <PoolsPage />
+            </Page>
+          }
+        />
         <Route
           path="*"
           element={

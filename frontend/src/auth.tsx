@@ -1,8 +1,9 @@
 import { useQuery, useQueryClient } from "@tanstack/react-query";
 import { createContext, useContext, type ReactNode } from "react";
-import { Navigate, useLocation } from "react-router";
+import { Link, Navigate, useLocation } from "react-router";
 
 import { ApiError, api } from "./api/client";
+import { keys } from "./api/queryKeys";
 import type { Me, Role } from "./api/types";
 
 const LADDER: Role[] = ["viewer", "labeler", "researcher", "admin"];
@@ -23,7 +24,7 @@ export function useMe(): Me {
 
 export function useMeQuery() {
   return useQuery<Me | null>({
-    queryKey: ["me"],
+    queryKey: keys.me,
     queryFn: async () => {
       try {
         return await api<Me>("/api/auth/me");
@@ -41,22 +42,27 @@ export function useSignOut() {
   return async () => {
     await api("/api/auth/logout", { method: "POST" });
     client.clear();
-    client.setQueryData(["me"], null);
+    client.setQueryData(keys.me, null);
   };
 }
 
-/** Signed-in pages: sends strangers to /login (and back afterwards), and hides pages above the role. */
-export function RequireRole({ role, children }: { role: Role; children: ReactNode }) {
+/** Signed-in pages: sends strangers to /login (and back afterwards), and hides pages above the role (`needs`). */
+export function RequireRole({ needs, children }: { needs: Role; children: ReactNode }) {
   const me = useMeQuery();
   const location = useLocation();
   if (me.isPending) return <p className="muted pad">Loading…</p>;
-  if (me.isError) return <p className="error pad">{(me.error as Error).message}</p>;
-  if (!me.data) return <Navigate to={`/login?next=${encodeURIComponent(location.pathname + location.search)}`} replace />;
-  if (!atLeast(me.data, role))
+  if (me.isError) return <p className="error pad">{me.error.message}</p>;
+  if (!me.data)
+    return <Navigate to={`/login?next=${encodeURIComponent(location.pathname + location.search)}`} replace />;
+  if (!atLeast(me.data, needs))
     return (
-      <p className="pad">
-        This page needs the <b>{role}</b> role; you are a <b>{me.data.role}</b>. Ask an admin.
-      </p>
+      <div className="pad" data-testid="role-gate" data-needs={needs}>
+        <h1>Not open to your role</h1>
+        <p>
+          This page needs the <b>{needs}</b> role or above; you are a <b>{me.data.role}</b>. Ask an admin for it, or go
+          back to <Link to="/">Submit</Link>.
+        </p>
+      </div>
     );
   return <MeContext.Provider value={me.data}>{children}</MeContext.Provider>;
 }

@@ -7,25 +7,21 @@ import { afterEach, expect, it, vi } from "vitest";
 
 import { ApiError, mayHeal, withFirst } from "../src/api/client";
 import EvaluationPage from "../src/pages/Evaluation";
-import { renderAt, reply } from "./support";
+import { renderAt, reply, stubFetch } from "./support";
 
 /** The list answers with `first` once, then with an empty page; returns how often it was asked. */
 function stub(first: number) {
   const asked = { list: 0 };
-  vi.stubGlobal(
-    "fetch",
-    vi.fn(async (input: RequestInfo | URL) => {
-      const url = String(input);
-      if (url.startsWith("/api/evaluations/options")) {
-        return reply(200, { presets: {}, outcomes: [], default_outcomes: ["llmrouter.jsonl.gz"], methods: [] });
-      }
-      if (url.startsWith("/api/evaluations?")) {
-        asked.list += 1;
-        return asked.list === 1 ? reply(first, { detail: `failed with ${first}` }) : reply(200, { items: [], count: 0 });
-      }
-      return reply(404, { detail: "not here" });
-    }),
-  );
+  stubFetch(({ url }) => {
+    if (url.startsWith("/api/evaluations/options")) {
+      return reply(200, { presets: {}, outcomes: [], default_outcomes: ["llmrouter.jsonl.gz"], methods: [] });
+    }
+    if (url.startsWith("/api/evaluations?")) {
+      asked.list += 1;
+      return asked.list === 1 ? reply(first, { detail: `failed with ${first}` }) : reply(200, { items: [], count: 0 });
+    }
+    return reply(404, { detail: "not here" });
+  });
   return asked;
 }
 
@@ -66,7 +62,10 @@ it("puts a created entry first, once", () => {
   const b = { id: 2, name: "b" };
   expect(withFirst(undefined, a)).toEqual({ items: [a], count: 1 });
   expect(withFirst({ items: [a], count: 40 }, b)).toEqual({ items: [b, a], count: 41 });
-  expect(withFirst({ items: [b, a], count: 41 }, { ...b, name: "b2" })).toEqual({ items: [{ id: 2, name: "b2" }, a], count: 41 });
+  expect(withFirst({ items: [b, a], count: 41 }, { ...b, name: "b2" })).toEqual({
+    items: [{ id: 2, name: "b2" }, a],
+    count: 41,
+  });
 });
 
 it("shows a started evaluation at once, even while the server cannot list it", async () => {
@@ -82,22 +81,18 @@ it("shows a started evaluation at once, even while the server cannot list it", a
     finished_at: null,
   };
   let posted = false;
-  vi.stubGlobal(
-    "fetch",
-    vi.fn(async (input: RequestInfo | URL, init?: RequestInit) => {
-      const url = String(input);
-      if (url === "/api/auth/csrf") return reply(200, {});
-      if (url.startsWith("/api/evaluations/options")) {
-        return reply(200, { presets: {}, outcomes: [], default_outcomes: ["llmrouter.jsonl.gz"], methods: [] });
-      }
-      if (url === "/api/evaluations" && init?.method === "POST") {
-        posted = true;
-        return reply(201, created);
-      }
-      if (url.startsWith("/api/evaluations")) return posted ? reply(503, {}) : reply(200, { items: [], count: 0 });
-      return reply(404, { detail: "not here" });
-    }),
-  );
+  stubFetch(({ url, method }) => {
+    if (url === "/api/auth/csrf") return reply(200, {});
+    if (url.startsWith("/api/evaluations/options")) {
+      return reply(200, { presets: {}, outcomes: [], default_outcomes: ["llmrouter.jsonl.gz"], methods: [] });
+    }
+    if (url === "/api/evaluations" && method === "POST") {
+      posted = true;
+      return reply(201, created);
+    }
+    if (url.startsWith("/api/evaluations")) return posted ? reply(503, {}) : reply(200, { items: [], count: 0 });
+    return reply(404, { detail: "not here" });
+  });
   renderPage();
   expect(await screen.findByText("No evaluation yet")).toBeTruthy();
   await userEvent.click(screen.getByRole("button", { name: "Start evaluation" }));

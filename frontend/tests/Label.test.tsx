@@ -4,8 +4,9 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 
 import type { QueueItem } from "../src/api/types";
 import { RequireRole } from "../src/auth";
-import LabelPage, { verdictFor } from "../src/pages/Label";
-import { renderAt, reply } from "./support";
+import LabelPage from "../src/pages/Label";
+import { verdictFor } from "../src/pages/label/verdicts";
+import { renderAt, reply, stubFetch } from "./support";
 
 function run(id: number, answer: string) {
   return {
@@ -17,7 +18,10 @@ function run(id: number, answer: string) {
     tokens_out: 10 + id,
     cost_usd: 0.001 * id,
     latency_s: 1.5,
-    plan: { decompose: false, nodes: [{ key: "root", model: `model-${id}`, primitive: "cot", kind: "root", depends_on: [] }] },
+    plan: {
+      decompose: false,
+      nodes: [{ key: "root", model: `model-${id}`, primitive: "cot", kind: "root", depends_on: [] }],
+    },
   };
 }
 
@@ -42,9 +46,8 @@ interface Posted {
 /** A tiny fake server: the queue leaves out what this user labeled, as the real one does. */
 function fakeServer(pairs: QueueItem[], role = "labeler") {
   const posted: Posted[] = [];
-  const fetchMock = vi.fn(async (input: RequestInfo | URL, init?: RequestInit) => {
-    const url = String(input);
-    const method = init?.method ?? "GET";
+  const undone: number[] = [];
+  const fetchMock = stubFetch(({ url, method, body: sent }) => {
     if (url === "/api/auth/me") return reply(200, { id: 7, username: "ann", email: "", role, is_staff: false });
     if (url === "/api/auth/csrf") return reply(200, {});
     if (url.startsWith("/api/preferences/queue")) {
@@ -57,21 +60,33 @@ function fakeServer(pairs: QueueItem[], role = "labeler") {
     }
     const label = url.match(/^\/api\/preferences\/pairs\/(\d+)\/labels$/);
     if (label && method === "POST") {
-      const body = JSON.parse(String(init?.body));
+      const body = sent as Posted["body"];
       posted.push({ pairId: Number(label[1]), body });
-      return reply(201, { id: posted.length, pair_id: Number(label[1]), labeler: "ann", verdict: body.verdict, seconds_spent: body.seconds_spent, created_at: "2026-01-01T00:00:00Z" });
+      return reply(201, {
+        id: posted.length,
+        pair_id: Number(label[1]),
+        labeler: "ann",
+        verdict: body.verdict,
+        seconds_spent: body.seconds_spent,
+        created_at: "2026-01-01T00:00:00Z",
+      });
+    }
+    if (label && method === "DELETE") {
+      const at = posted.findIndex((p) => p.pairId === Number(label[1]));
+      if (at < 0) return reply(404, { detail: `You have no verdict on pair ${label[1]} to undo.` });
+      undone.push(posted.splice(at, 1)[0].pairId);
+      return reply(204, null);
     }
     if (/^\/api\/runs\/\d+\/tree$/.test(url)) return reply(404, { detail: "Run does not exist." });
     return reply(404, { detail: `unexpected ${method} ${url}` });
   });
-  vi.stubGlobal("fetch", fetchMock);
-  return { posted, fetchMock };
+  return { posted, undone, fetchMock };
 }
 
 function renderPage() {
   return renderAt(
     "/label",
-    <RequireRole role="labeler">
+    <RequireRole needs="labeler">
       <LabelPage />
     </RequireRole>,
   );
@@ -235,5 +250,39 @@ describe("the labeling queue", () => {
     renderPage();
     await shownPair();
     expect(screen.queryByRole("tab", { name: "Agreement" })).toBeNull();
+  });
+
+  it("undoes the last verdict with U: the pair is shown again and can be judged anew", async () => {
+    const user = userEvent.setup();
+    const { posted, undone } = fakeServer([pair(1, false), pair(2, false)]);
+    renderPage();
+    await shownPair();
+    await user.keyboard("a{Enter}");
+    await waitFor(() => expect(screen.getByTestId("label-pair").dataset.pairId).toBe("2"));
+
+    await user.keyboard("u");
+    await waitFor(() => expect(undone).toEqual([1]));
+    await waitFor(() => expect(screen.getByTestId("label-pair").dataset.pairId).toBe("1"));
+    expect(screen.getByTestId("label-undone").textContent).toContain("pair #1");
+    expect(screen.queryByTestId("label-submitted")).toBeNull(); // nothing left to undo
+    expect(screen.getByTestId("label-progress").textContent).toContain("0 of 2 labeled");
+
+    await user.keyboard("b{Enter}");
+    await waitFor(() => expect(posted.map((p) => [p.pairId, p.body.verdict])).toEqual([[1, "b"]]));
+    await waitFor(() => expect(screen.getByTestId("label-pair").dataset.pairId).toBe("2"));
+  });
+
+  it("undoes with the button too, and U does nothing before any verdict", async () => {
+    const user = userEvent.setup();
+    const { undone } = fakeServer([pair(3, true)]);
+    renderPage();
+    await shownPair();
+    await user.keyboard("u");
+    expect(undone).toEqual([]);
+    await user.keyboard("t{Enter}");
+    expect(await screen.findByText("Nothing left to label")).toBeTruthy();
+    await user.click(screen.getByTestId("label-undo"));
+    await waitFor(() => expect(screen.getByTestId("label-pair").dataset.pairId).toBe("3"));
+    expect(undone).toEqual([3]);
   });
 });

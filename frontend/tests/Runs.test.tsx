@@ -6,7 +6,7 @@ import { Route, Routes, useLocation } from "react-router";
 import { RequireRole } from "../src/auth";
 import ComparePage from "../src/pages/Compare";
 import RunsPage from "../src/pages/Runs";
-import { renderAt, reply } from "./support";
+import { renderAt, reply, stubFetch } from "./support";
 
 function run(id: number, taskId = 1, status = "succeeded") {
   return {
@@ -39,31 +39,40 @@ function run(id: number, taskId = 1, status = "succeeded") {
   };
 }
 
+/** More users than one page of the API holds (200): the owner filter must list them all. */
+const USERS = Array.from({ length: 230 }, (_, i) => ({
+  id: i + 1,
+  username: `user${String(i + 1).padStart(3, "0")}`,
+  role: "viewer",
+}));
+
 function stub(total: number, role = "viewer") {
   const asked: string[] = [];
-  vi.stubGlobal(
-    "fetch",
-    vi.fn(async (input: RequestInfo | URL) => {
-      const url = String(input);
-      asked.push(url);
-      if (url === "/api/auth/me") return reply(200, { id: 2, username: "rita", email: "", role, is_staff: false });
-      if (url.startsWith("/api/runs?")) {
-        const params = new URLSearchParams(url.split("?")[1]);
-        const limit = Number(params.get("limit"));
-        const offset = Number(params.get("offset") ?? 0);
-        const all = Array.from({ length: total }, (_, i) => run(total - i));
-        return reply(200, { items: all.slice(offset, offset + limit), count: total });
-      }
-      const tree = url.match(/^\/api\/runs\/(\d+)\/tree$/);
-      if (tree) {
-        const id = Number(tree[1]);
-        return reply(200, { run: run(id, id === 9 ? 2 : 1), nodes: [] });
-      }
-      if (url.startsWith("/api/options")) return reply(200, { policies: [{ name: "default", needs_checkpoint: false }] });
-      if (url.startsWith("/api/tasks")) return reply(200, { items: [], count: 0 });
-      return reply(404, { detail: "not here" });
-    }),
-  );
+  stubFetch(({ url }) => {
+    asked.push(url);
+    if (url === "/api/auth/me") return reply(200, { id: 2, username: "rita", email: "", role, is_staff: false });
+    if (url.startsWith("/api/runs?")) {
+      const params = new URLSearchParams(url.split("?")[1]);
+      const limit = Number(params.get("limit"));
+      const offset = Number(params.get("offset") ?? 0);
+      const all = Array.from({ length: total }, (_, i) => run(total - i));
+      return reply(200, { items: all.slice(offset, offset + limit), count: total });
+    }
+    const tree = url.match(/^\/api\/runs\/(\d+)\/tree$/);
+    if (tree) {
+      const id = Number(tree[1]);
+      return reply(200, { run: run(id, id === 9 ? 2 : 1), nodes: [] });
+    }
+    if (url.startsWith("/api/options")) {
+      return reply(200, { policies: [{ name: "default", needs_checkpoint: false }], benchmarks: ["gsm8k"] });
+    }
+    if (url.startsWith("/api/users?")) {
+      const params = new URLSearchParams(url.split("?")[1]);
+      const [limit, offset] = [Number(params.get("limit")), Number(params.get("offset"))];
+      return reply(200, { items: USERS.slice(offset, offset + limit), count: USERS.length });
+    }
+    return reply(404, { detail: "not here" });
+  });
   return asked;
 }
 
@@ -77,8 +86,22 @@ function renderRuns(path: string) {
     path,
     <>
       <Routes>
-        <Route path="/runs" element={<RequireRole role="viewer"><RunsPage /></RequireRole>} />
-        <Route path="/runs/compare" element={<RequireRole role="viewer"><ComparePage /></RequireRole>} />
+        <Route
+          path="/runs"
+          element={
+            <RequireRole needs="viewer">
+              <RunsPage />
+            </RequireRole>
+          }
+        />
+        <Route
+          path="/runs/compare"
+          element={
+            <RequireRole needs="viewer">
+              <ComparePage />
+            </RequireRole>
+          }
+        />
         <Route path="*" element={null} />
       </Routes>
       <Where />
@@ -97,7 +120,9 @@ describe("Runs", () => {
     await user.click(screen.getByRole("button", { name: "Next" }));
     expect(await screen.findByText("26–30 of 30")).toBeTruthy();
     expect(screen.getByTestId("where").textContent).toBe("/runs?offset=25");
-    expect(asked.some((u) => u.startsWith("/api/runs?") && u.includes("offset=25") && u.includes("limit=25"))).toBe(true);
+    expect(asked.some((u) => u.startsWith("/api/runs?") && u.includes("offset=25") && u.includes("limit=25"))).toBe(
+      true,
+    );
   });
 
   it("sends the URL's filters to the API", async () => {
@@ -107,7 +132,7 @@ describe("Runs", () => {
     const call = asked.find((u) => u.startsWith("/api/runs?") && u.includes("status=failed"));
     expect(call).toBeDefined();
     expect(call).toContain("search=prime");
-    expect((screen.getByLabelText("Search tasks") as HTMLInputElement).value).toBe("prime");
+    expect(screen.getByLabelText<HTMLInputElement>("Search tasks").value).toBe("prime");
   });
 
   it("a status filter goes into the URL and back to the first page", async () => {
@@ -137,12 +162,30 @@ describe("Runs", () => {
     const compare = screen.queryByRole("button", { name: "Compare" });
     expect(compare).toBeNull();
     await user.click(screen.getByLabelText("Pick run 3 to compare"));
-    expect((screen.getByRole("button", { name: "Compare" }) as HTMLButtonElement).disabled).toBe(true);
+    expect(screen.getByRole<HTMLButtonElement>("button", { name: "Compare" }).disabled).toBe(true);
     await user.click(screen.getByLabelText("Pick run 1 to compare"));
     // a third cannot be picked while two are
-    expect((screen.getByLabelText("Pick run 2 to compare") as HTMLInputElement).disabled).toBe(true);
+    expect(screen.getByLabelText<HTMLInputElement>("Pick run 2 to compare").disabled).toBe(true);
     await user.click(screen.getByRole("button", { name: "Compare" }));
     expect(screen.getByTestId("where").textContent).toBe("/runs/compare?a=3&b=1");
+  });
+
+  it("offers every user as an owner to a researcher, page after page of the users list", async () => {
+    const asked = stub(3, "researcher");
+    renderRuns("/runs");
+    const owner = await screen.findByLabelText<HTMLSelectElement>("Owner");
+    await waitFor(() => expect(owner.options.length).toBe(2 + 229)); // everyone, me (user002 is rita), the rest
+    expect(screen.getByRole("option", { name: "user230" })).toBeTruthy();
+    const pages = asked.filter((u) => u.startsWith("/api/users?"));
+    expect(pages.map((u) => new URLSearchParams(u.split("?")[1]).get("offset"))).toEqual(["0", "200"]);
+  });
+
+  it("shows no owner filter to a viewer, and asks nobody for the users", async () => {
+    const asked = stub(3);
+    renderRuns("/runs");
+    await screen.findByText("1–3 of 3");
+    expect(screen.queryByLabelText("Owner")).toBeNull();
+    expect(asked.some((u) => u.startsWith("/api/users"))).toBe(false);
   });
 
   it("says so when there are no runs, with a way to submit", async () => {

@@ -6,7 +6,7 @@ import { afterEach, expect, it, vi } from "vitest";
 import { Route, Routes } from "react-router";
 
 import SubmitPage from "../src/pages/Submit";
-import { renderAt, reply } from "./support";
+import { renderAt, reply, stubFetch } from "./support";
 
 const OPTIONS = {
   policies: [{ name: "default", needs_checkpoint: false }],
@@ -16,25 +16,29 @@ const OPTIONS = {
   domains: [],
   default_pool_id: 1,
   sources: [],
+  benchmarks: [],
 };
-const POOLS = { items: [{ id: 1, name: "replay-demo" }, { id: 3, name: "other" }], count: 2 };
+const POOLS = {
+  items: [
+    { id: 1, name: "replay-demo" },
+    { id: 3, name: "other" },
+  ],
+  count: 2,
+};
 
 function stub(task: number | null) {
   const posted: { url: string; body: unknown }[] = [];
-  vi.stubGlobal(
-    "fetch",
-    vi.fn(async (input: RequestInfo | URL, init?: RequestInit) => {
-      const url = String(input);
-      if (init?.method === "POST") {
-        posted.push({ url, body: JSON.parse(String(init.body)) });
-        return reply(201, { id: 41, task_id: 7 });
-      }
-      if (url.startsWith("/api/options")) return reply(200, OPTIONS);
-      if (url.startsWith("/api/pools")) return reply(200, POOLS);
-      if (task !== null && url === `/api/tasks/${task}`) return reply(200, { id: task, text: "Which is larger, 7 or 12?" });
-      return reply(404, { detail: "There is no task with id 8." });
-    }),
-  );
+  stubFetch(({ url, method, body }) => {
+    if (method === "POST") {
+      posted.push({ url, body });
+      return reply(201, { id: 41, task_id: 7 });
+    }
+    if (url.startsWith("/api/options")) return reply(200, OPTIONS);
+    if (url.startsWith("/api/pools")) return reply(200, POOLS);
+    if (task !== null && url === `/api/tasks/${task}`)
+      return reply(200, { id: task, text: "Which is larger, 7 or 12?" });
+    return reply(404, { detail: "There is no task with id 8." });
+  });
   return posted;
 }
 
@@ -67,6 +71,6 @@ it("says so when the task to run again is not there, and runs nothing", async ()
   const posted = stub(null);
   renderSubmit("/?task=8");
   expect(await screen.findByText("There is no task with id 8.")).toBeTruthy();
-  expect((screen.getByTestId("submit-run") as HTMLButtonElement).disabled).toBe(true);
+  expect(screen.getByTestId<HTMLButtonElement>("submit-run").disabled).toBe(true);
   expect(posted).toHaveLength(0);
 });

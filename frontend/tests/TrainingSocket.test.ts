@@ -1,10 +1,21 @@
 import { describe, expect, it } from "vitest";
 
-import { jobConfig, lineageSummary } from "../src/pages/Training";
-import { curveKeys, extendHistory, metricSummary, type CurvePoint, type TrainingProgress } from "../src/lib/trainingSocket";
+import { jobConfig, lineageSummary } from "../src/pages/training/config";
+import {
+  curveKeys,
+  extendHistory,
+  metricSummary,
+  type CurvePoint,
+  type TrainingProgress,
+} from "../src/lib/trainingSocket";
 
 const message = (progress: number, metrics: Record<string, unknown>): TrainingProgress => ({
-  kind: "progress", id: 1, status: "running", progress, metrics, message: "sft",
+  kind: "progress",
+  id: 1,
+  status: "running",
+  progress,
+  metrics,
+  message: "sft",
 });
 
 describe("extendHistory", () => {
@@ -32,8 +43,14 @@ describe("curveKeys", () => {
 describe("metricSummary", () => {
   it("puts accuracies first and shows counts as whole numbers", () => {
     const metrics = {
-      "train/pairs": 517, "train/margin": 3.5612, "train/accuracy": 0.7719, "train/reward_std": 4.06,
-      "train/accuracy/node_level": 1, "cost/beta": 1.2, "fit/accuracy": 0.91, note: "x",
+      "train/pairs": 517,
+      "train/margin": 3.5612,
+      "train/accuracy": 0.7719,
+      "train/reward_std": 4.06,
+      "train/accuracy/node_level": 1,
+      "cost/beta": 1.2,
+      "fit/accuracy": 0.91,
+      note: "x",
     };
     expect(metricSummary(metrics)).toEqual([
       ["train/accuracy", "0.772"],
@@ -47,7 +64,11 @@ describe("metricSummary", () => {
 
 describe("jobConfig", () => {
   it("a quick job trains small on Reflexion; a full one sends only the seed and ticked files", () => {
-    expect(jobConfig("policy", "quick", 2, [])).toMatchObject({ seed: 2, outcomes: ["reflexion.jsonl.gz"], learned: {} });
+    expect(jobConfig("policy", "quick", 2, [])).toMatchObject({
+      seed: 2,
+      outcomes: ["reflexion.jsonl.gz"],
+      learned: {},
+    });
     expect(jobConfig("reward_model", "full", 0, [])).toEqual({ seed: 0 });
     expect(jobConfig("reward_model", "full", 0, ["bbh.jsonl.gz"])).toEqual({ seed: 0, outcomes: ["bbh.jsonl.gz"] });
   });

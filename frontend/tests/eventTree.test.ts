@@ -13,7 +13,12 @@ import {
 } from "../src/lib/eventTree";
 
 let seq = 0;
-const e = (type: string, payload: Record<string, unknown>): LiveEvent => ({ seq: ++seq, type, payload, created_at: "2026-01-01T00:00:00Z" });
+const e = (type: string, payload: Record<string, unknown>): LiveEvent => ({
+  seq: ++seq,
+  type,
+  payload,
+  created_at: "2026-01-01T00:00:00Z",
+});
 
 /** The events of a real composite run (replay pool), as the engine writes them. */
 function compositeRun(): LiveEvent[] {
@@ -21,27 +26,132 @@ function compositeRun(): LiveEvent[] {
   return [
     e("run.created", { task: 4, policy: "default" }),
     e("run.started", { pool: 1, policy: "default" }),
-    e("node.created", { key: "root", kind: "root", text: "Answer each part", depth: 0, parent: null, status: "ready", item_id: null, depends_on: [] }),
-    e("node.decomposed", { key: "root", subtasks: [] }),
-    e("node.created", { key: "root.item1", kind: "subtask", text: "q1", depth: 1, parent: "root", status: "ready", item_id: "a.1", depends_on: [] }),
-    e("node.created", { key: "root.item2", kind: "subtask", text: "q2", depth: 1, parent: "root", status: "ready", item_id: "a.2", depends_on: [] }),
-    e("node.created", { key: "root.item3", kind: "subtask", text: "q3", depth: 1, parent: "root", status: "ready", item_id: "a.3", depends_on: [] }),
     e("node.created", {
-      key: "root.aggregate", kind: "aggregate", text: "Compose", depth: 1, parent: "root", status: "pending", item_id: null,
+      key: "root",
+      kind: "root",
+      text: "Answer each part",
+      depth: 0,
+      parent: null,
+      status: "ready",
+      item_id: null,
+      depends_on: [],
+    }),
+    e("node.decomposed", { key: "root", subtasks: [] }),
+    e("node.created", {
+      key: "root.item1",
+      kind: "subtask",
+      text: "q1",
+      depth: 1,
+      parent: "root",
+      status: "ready",
+      item_id: "a.1",
+      depends_on: [],
+    }),
+    e("node.created", {
+      key: "root.item2",
+      kind: "subtask",
+      text: "q2",
+      depth: 1,
+      parent: "root",
+      status: "ready",
+      item_id: "a.2",
+      depends_on: [],
+    }),
+    e("node.created", {
+      key: "root.item3",
+      kind: "subtask",
+      text: "q3",
+      depth: 1,
+      parent: "root",
+      status: "ready",
+      item_id: "a.3",
+      depends_on: [],
+    }),
+    e("node.created", {
+      key: "root.aggregate",
+      kind: "aggregate",
+      text: "Compose",
+      depth: 1,
+      parent: "root",
+      status: "pending",
+      item_id: null,
       depends_on: ["root.item1", "root.item2", "root.item3"],
     }),
-    e("attempt.queued", { key: "root.item1", number: 1, repair: false, attempt: 22, endpoint: 24, primitive: "direct" }),
-    e("attempt.queued", { key: "root.item2", number: 1, repair: false, attempt: 23, endpoint: 24, primitive: "direct" }),
-    e("attempt.queued", { key: "root.item3", number: 1, repair: false, attempt: 24, endpoint: 24, primitive: "direct" }),
-    e("attempt.finished", { node: "root.item1", answer: "A", status: "ok", attempt: 22, cost_usd: 0.0005, latency_s: 0.5, tokens_in: 540, tokens_out: 1, error_kind: null, error_message: null }),
-    e("attempt.finished", { node: "root.item2", answer: null, status: "error", attempt: 23, cost_usd: 0.0002, latency_s: 1.5, tokens_in: 100, tokens_out: 0, error_kind: "timeout", error_message: "took too long" }),
-    e("attempt.finished", { node: "root.item3", answer: "A", status: "ok", attempt: 24, cost_usd: 0.0003, latency_s: 0.25, tokens_in: 300, tokens_out: 2, error_kind: null, error_message: null }),
+    e("attempt.queued", {
+      key: "root.item1",
+      number: 1,
+      repair: false,
+      attempt: 22,
+      endpoint: 24,
+      primitive: "direct",
+    }),
+    e("attempt.queued", {
+      key: "root.item2",
+      number: 1,
+      repair: false,
+      attempt: 23,
+      endpoint: 24,
+      primitive: "direct",
+    }),
+    e("attempt.queued", {
+      key: "root.item3",
+      number: 1,
+      repair: false,
+      attempt: 24,
+      endpoint: 24,
+      primitive: "direct",
+    }),
+    e("attempt.finished", {
+      node: "root.item1",
+      answer: "A",
+      status: "ok",
+      attempt: 22,
+      cost_usd: 0.0005,
+      latency_s: 0.5,
+      tokens_in: 540,
+      tokens_out: 1,
+      error_kind: null,
+      error_message: null,
+    }),
+    e("attempt.finished", {
+      node: "root.item2",
+      answer: null,
+      status: "error",
+      attempt: 23,
+      cost_usd: 0.0002,
+      latency_s: 1.5,
+      tokens_in: 100,
+      tokens_out: 0,
+      error_kind: "timeout",
+      error_message: "took too long",
+    }),
+    e("attempt.finished", {
+      node: "root.item3",
+      answer: "A",
+      status: "ok",
+      attempt: 24,
+      cost_usd: 0.0003,
+      latency_s: 0.25,
+      tokens_in: 300,
+      tokens_out: 2,
+      error_kind: null,
+      error_message: null,
+    }),
     e("node.succeeded", { key: "root.item1", answer: "A", attempt: 1 }),
     e("node.failed", { key: "root.item2", reason: "Gave up" }),
     e("node.succeeded", { key: "root.item3", answer: "A", attempt: 1 }),
     e("node.skipped", { key: "root.aggregate", reason: "dependency root.item2 failed" }),
     e("node.failed", { key: "root", reason: "subtasks did not complete" }),
-    e("run.finished", { status: "failed", reason: "the task failed", answer: "", verification: {}, tokens_in: 940, tokens_out: 3, cost_usd: 0.001, latency_s: 2.25 }),
+    e("run.finished", {
+      status: "failed",
+      reason: "the task failed",
+      answer: "",
+      verification: {},
+      tokens_in: 940,
+      tokens_out: 3,
+      cost_usd: 0.001,
+      latency_s: 2.25,
+    }),
   ];
 }
 
@@ -73,10 +183,19 @@ describe("the tree built from events", () => {
     const child = layout.edges.filter((x) => x.kind === "child").map((x) => `${x.source}>${x.target}`);
     expect(child.sort()).toEqual(["root>root.aggregate", "root>root.item1", "root>root.item2", "root>root.item3"]);
     const deps = layout.edges.filter((x) => x.kind === "dependency").map((x) => `${x.source}>${x.target}`);
-    expect(deps.sort()).toEqual(["root.item1>root.aggregate", "root.item2>root.aggregate", "root.item3>root.aggregate"]);
+    expect(deps.sort()).toEqual([
+      "root.item1>root.aggregate",
+      "root.item2>root.aggregate",
+      "root.item3>root.aggregate",
+    ]);
     const children = childrenOf(tree.nodes);
     expect(children.get(null)?.map((n) => n.key)).toEqual(["root"]);
-    expect(children.get("root")?.map((n) => n.key)).toEqual(["root.item1", "root.item2", "root.item3", "root.aggregate"]);
+    expect(children.get("root")?.map((n) => n.key)).toEqual([
+      "root.item1",
+      "root.item2",
+      "root.item3",
+      "root.aggregate",
+    ]);
   });
 
   it("updates statuses, the pair, attempts and the answer", () => {
@@ -93,15 +212,29 @@ describe("the tree built from events", () => {
     const nodes = byKey(tree);
     expect(nodes.get("root.item1")).toMatchObject({ status: "succeeded", answer: "A", tokens_in: 540 });
     expect(nodes.get("root.item2")).toMatchObject({ status: "failed", output: "Gave up" });
-    expect(nodes.get("root.item2")!.attempts[0]).toMatchObject({ status: "error", error_kind: "timeout", error_message: "took too long" });
+    expect(nodes.get("root.item2")!.attempts[0]).toMatchObject({
+      status: "error",
+      error_kind: "timeout",
+      error_message: "took too long",
+    });
     expect(nodes.get("root.aggregate")!.status).toBe("skipped");
-    expect(tree.run).toMatchObject({ status: "failed", end_reason: "the task failed", tokens_in: 940, cost_usd: 0.001 });
+    expect(tree.run).toMatchObject({
+      status: "failed",
+      end_reason: "the task failed",
+      tokens_in: 940,
+      cost_usd: 0.001,
+    });
   });
 
   it("rolls totals up to the ancestors", () => {
     const tree = applyEvents(start(), events.slice(0, 14));
     const nodes = byKey(tree);
-    expect(nodes.get("root.item2")!.subtree).toEqual({ tokens_in: 100, tokens_out: 0, cost_usd: 0.0002, latency_s: 1.5 });
+    expect(nodes.get("root.item2")!.subtree).toEqual({
+      tokens_in: 100,
+      tokens_out: 0,
+      cost_usd: 0.0002,
+      latency_s: 1.5,
+    });
     const root = nodes.get("root")!.subtree;
     expect(root.tokens_in).toBe(940);
     expect(root.tokens_out).toBe(3);
@@ -125,13 +258,34 @@ describe("the tree built from events", () => {
   it("takes a checker's verdict that comes after the run ended", () => {
     const ended = applyEvents(start(), [
       ...events.slice(0, 8),
-      { seq: 9, type: "run.finished", payload: { status: "succeeded", reason: "finished", answer: "42", verification: { method: "checker", checker: "gsm8k", pending: true } } },
+      {
+        seq: 9,
+        type: "run.finished",
+        payload: {
+          status: "succeeded",
+          reason: "finished",
+          answer: "42",
+          verification: { method: "checker", checker: "gsm8k", pending: true },
+        },
+      },
     ]);
     expect(ended.run.verification).toEqual({ method: "checker", checker: "gsm8k", pending: true });
     const verified = applyEvents(ended, [
-      { seq: 10, type: "run.verified", payload: { verification: { method: "checker", checker: "gsm8k", score: 1, correct: true, detail: "42 is correct" } } },
+      {
+        seq: 10,
+        type: "run.verified",
+        payload: {
+          verification: { method: "checker", checker: "gsm8k", score: 1, correct: true, detail: "42 is correct" },
+        },
+      },
     ]);
-    expect(verified.run.verification).toEqual({ method: "checker", checker: "gsm8k", score: 1, correct: true, detail: "42 is correct" });
+    expect(verified.run.verification).toEqual({
+      method: "checker",
+      checker: "gsm8k",
+      score: 1,
+      correct: true,
+      detail: "42 is correct",
+    });
     expect(verified.run.status).toBe("succeeded");
   });
 
@@ -148,7 +302,10 @@ describe("the tree built from events", () => {
   });
 
   it("marks waiting nodes cancelled when the run is cancelled", () => {
-    const tree = applyEvents(start(), [...events.slice(0, 8), { seq: 9, type: "run.finished", payload: { status: "cancelled", reason: "cancelled by admin" } }]);
+    const tree = applyEvents(start(), [
+      ...events.slice(0, 8),
+      { seq: 9, type: "run.finished", payload: { status: "cancelled", reason: "cancelled by admin" } },
+    ]);
     expect(tree.run.status).toBe("cancelled");
     expect(byKey(tree).get("root.aggregate")!.status).toBe("cancelled");
     expect(byKey(tree).get("root")!.status).toBe("running");
@@ -159,13 +316,69 @@ describe("the layout", () => {
   it("places parents above their children, dependencies above dependents, without overlap", () => {
     seq = 0;
     const tree = applyEvents(start(), [
-      e("node.created", { key: "root", kind: "root", text: "t", depth: 0, parent: null, status: "running", depends_on: [] }),
-      e("node.created", { key: "root.a", kind: "subtask", text: "a", depth: 1, parent: "root", status: "ready", depends_on: [] }),
-      e("node.created", { key: "root.b", kind: "subtask", text: "b", depth: 1, parent: "root", status: "pending", depends_on: ["root.a"] }),
-      e("node.created", { key: "root.c", kind: "subtask", text: "c", depth: 1, parent: "root", status: "ready", depends_on: [] }),
-      e("node.created", { key: "root.a.x", kind: "subtask", text: "x", depth: 2, parent: "root.a", status: "ready", depends_on: [] }),
-      e("node.created", { key: "root.a.y", kind: "subtask", text: "y", depth: 2, parent: "root.a", status: "ready", depends_on: [] }),
-      e("node.created", { key: "root.aggregate", kind: "aggregate", text: "agg", depth: 1, parent: "root", status: "pending", depends_on: ["root.b", "root.c"] }),
+      e("node.created", {
+        key: "root",
+        kind: "root",
+        text: "t",
+        depth: 0,
+        parent: null,
+        status: "running",
+        depends_on: [],
+      }),
+      e("node.created", {
+        key: "root.a",
+        kind: "subtask",
+        text: "a",
+        depth: 1,
+        parent: "root",
+        status: "ready",
+        depends_on: [],
+      }),
+      e("node.created", {
+        key: "root.b",
+        kind: "subtask",
+        text: "b",
+        depth: 1,
+        parent: "root",
+        status: "pending",
+        depends_on: ["root.a"],
+      }),
+      e("node.created", {
+        key: "root.c",
+        kind: "subtask",
+        text: "c",
+        depth: 1,
+        parent: "root",
+        status: "ready",
+        depends_on: [],
+      }),
+      e("node.created", {
+        key: "root.a.x",
+        kind: "subtask",
+        text: "x",
+        depth: 2,
+        parent: "root.a",
+        status: "ready",
+        depends_on: [],
+      }),
+      e("node.created", {
+        key: "root.a.y",
+        kind: "subtask",
+        text: "y",
+        depth: 2,
+        parent: "root.a",
+        status: "ready",
+        depends_on: [],
+      }),
+      e("node.created", {
+        key: "root.aggregate",
+        kind: "aggregate",
+        text: "agg",
+        depth: 1,
+        parent: "root",
+        status: "pending",
+        depends_on: ["root.b", "root.c"],
+      }),
     ]);
     const layout = layoutTree(tree.nodes);
     expect(layout.nodes).toHaveLength(7);
@@ -177,7 +390,9 @@ describe("the layout", () => {
     }
     for (let i = 0; i < layout.nodes.length; i++) {
       for (let j = i + 1; j < layout.nodes.length; j++) {
-        expect(overlaps(layout.nodes[i], layout.nodes[j]), `${layout.nodes[i].key} / ${layout.nodes[j].key}`).toBe(false);
+        expect(overlaps(layout.nodes[i], layout.nodes[j]), `${layout.nodes[i].key} / ${layout.nodes[j].key}`).toBe(
+          false,
+        );
       }
     }
     // reading order: the root first; every node inside the reported size

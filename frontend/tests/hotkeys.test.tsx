@@ -57,7 +57,7 @@ describe("useHotkeys", () => {
     const user = userEvent.setup();
     const map = handlers();
     render(<Harness map={map} />);
-    const input = screen.getByLabelText("text") as HTMLInputElement;
+    const input = screen.getByLabelText<HTMLInputElement>("text");
     await user.type(input, "abts{Enter}");
     expect(input.value).toBe("abts");
     await user.type(screen.getByLabelText("notes"), "bats{Enter}");

@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 
-import type { EventPage, SocketEvent } from "../src/api/types";
+import type { RunEventMessage } from "../src/api/events";
+import type { EventPage } from "../src/api/types";
 import { backoffDelay, RunSocket, type ConnectionState, type SocketLike } from "../src/lib/runSocket";
 
 class FakeSocket implements SocketLike {
@@ -32,8 +33,15 @@ class FakeSocket implements SocketLike {
   }
 }
 
-function ev(seq: number, type = "node.created"): SocketEvent {
-  return { kind: "event", seq, type, payload: { key: `n${seq}` }, created_at: "2026-01-01T00:00:00Z" };
+/** An event whose payload does not matter here: the socket only orders and counts them. */
+function ev(seq: number, type = "node.created"): RunEventMessage {
+  return {
+    kind: "event",
+    seq,
+    type,
+    payload: { key: `n${seq}` },
+    created_at: "2026-01-01T00:00:00Z",
+  } as RunEventMessage;
 }
 
 class FakeNetwork {
@@ -53,7 +61,7 @@ function setup(extra: { after?: number; fetchEvents?: (after: number) => Promise
   const seen: number[] = [];
   const states: ConnectionState[] = [];
   const network = new FakeNetwork();
-  const fetchEvents = vi.fn(extra.fetchEvents ?? (async () => ({ items: [], next_after: null })));
+  const fetchEvents = vi.fn(extra.fetchEvents ?? (() => Promise.resolve({ items: [], next_after: null })));
   const client = new RunSocket({
     runId: 7,
     after: extra.after ?? 0,
@@ -151,11 +159,13 @@ describe("RunSocket", () => {
     const { client, seen, fetchEvents } = setup({
       fetchEvents: async (after) => {
         await gate;
-        const items = [3, 4, 5].filter((n) => n > after).map((n) => {
-          const { kind: _kind, ...rest } = ev(n);
-          void _kind;
-          return rest;
-        });
+        const items = [3, 4, 5]
+          .filter((n) => n > after)
+          .map((n) => {
+            const { kind: _kind, ...rest } = ev(n);
+            void _kind;
+            return rest;
+          });
         return { items, next_after: null };
       },
     });
@@ -177,9 +187,9 @@ describe("RunSocket", () => {
 
   it("follows next_after to fill a gap larger than one page", async () => {
     const { client, seen, fetchEvents } = setup({
-      fetchEvents: async (after) => {
+      fetchEvents: (after) => {
         const items = [after + 1, after + 2].filter((n) => n < 9).map((n) => ({ ...ev(n), kind: undefined }));
-        return { items, next_after: items.length === 2 ? after + 2 : null };
+        return Promise.resolve({ items, next_after: items.length === 2 ? after + 2 : null });
       },
     });
     client.start();
@@ -194,9 +204,7 @@ describe("RunSocket", () => {
 
   it("reconnects from the last applied event if the gap cannot be filled", async () => {
     const { client, seen } = setup({
-      fetchEvents: async () => {
-        throw new Error("network");
-      },
+      fetchEvents: () => Promise.reject(new Error("network")),
     });
     client.start();
     FakeSocket.last().open();

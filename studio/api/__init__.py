@@ -2,7 +2,20 @@
 
 from ninja import NinjaAPI
 
-from studio.api import catalog, errors, evaluations, health, pools, preferences, runs, session, tasks, tokens, training
+from studio.api import (
+    catalog,
+    errors,
+    evaluations,
+    health,
+    pools,
+    preferences,
+    runs,
+    session,
+    tasks,
+    tokens,
+    training,
+    users,
+)
 from studio.api.parser import StorableJsonParser
 
 api = NinjaAPI(
@@ -25,3 +38,4 @@ api.add_router("", training.router)
 api.add_router("", evaluations.router)
 api.add_router("/preferences", preferences.router)
 api.add_router("", catalog.router)
+api.add_router("/users", users.router)

@@ -9,7 +9,7 @@ from ninja import Field, Query, Router, Schema
 from ninja.pagination import LimitOffsetPagination, paginate
 
 from orchestrator.embedding import question_of
-from studio.api.auth import role
+from studio.api.auth import current_user, role
 from studio.models import Role
 from studio.selectors.catalog import recorded_item_list, run_options
 
@@ -31,6 +31,7 @@ class OptionsOut(Schema):
     domains: list[str]
     default_pool_id: int | None
     sources: list[str] = Field(description="sources of recorded outcomes, for composite tasks")
+    benchmarks: list[str] = Field(description="the benchmarks of the tasks you can see, for filters")
 
 
 class RecordedItemOut(Schema):
@@ -62,8 +63,8 @@ class ItemFilters(Schema):
 
 @router.get("/options", response=OptionsOut)
 def get_options(request: HttpRequest) -> dict[str, Any]:
-    """Policies, cost presets, answer checkers, domains and the default pool for new runs."""
-    return run_options()
+    """Policies, cost presets, answer checkers, domains, the default pool for new runs, and your tasks' benchmarks."""
+    return run_options(user=current_user(request))
 
 
 @router.get("/recorded-items", response=list[RecordedItemOut])

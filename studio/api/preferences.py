@@ -24,7 +24,7 @@ from studio.selectors.preferences import (
     pairs_agreement,
     preferences_export,
 )
-from studio.services.preferences import pair_create, pair_label, preferences_import
+from studio.services.preferences import pair_create, pair_label, pair_unlabel, preferences_import
 
 router = Router(tags=["preferences"], auth=role(Role.LABELER))
 
@@ -190,6 +190,13 @@ def label_pair(request: HttpRequest, pair_id: int, payload: LabelIn) -> Status:
         pair_id=pair_id, user=current_user(request), verdict=payload.verdict.value, seconds_spent=payload.seconds_spent
     )
     return Status(201 if created else 200, label)
+
+
+@router.delete("/pairs/{pair_id}/labels", response={204: None})
+def unlabel_pair(request: HttpRequest, pair_id: int) -> Status:
+    """Take back your verdict on a pair (undo): it is in your queue again. 404 when you gave none."""
+    pair_unlabel(pair_id=pair_id, user=current_user(request))
+    return Status(204, None)
 
 
 @router.get("/pairs", response=list[PairOut], auth=role(Role.RESEARCHER))

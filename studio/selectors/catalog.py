@@ -10,11 +10,12 @@ from django.db.models import QuerySet
 
 from orchestrator.checking import checker_names
 from orchestrator.policies import COST_PRESETS, policy_names
-from studio.models import Domain, ModelPool, RecordedOutcome
+from studio.models import Domain, ModelPool, RecordedOutcome, User
+from studio.selectors.runs import task_benchmarks
 from studio.services.policies import CHECKPOINTED, default_policy
 
 
-def run_options() -> dict[str, Any]:
+def run_options(*, user: User) -> dict[str, Any]:
     usable = ModelPool.objects.filter(endpoints__enabled=True, endpoints__admissibilities__allowed=True).distinct()
     pool = usable.filter(name=settings.ORCHESTRA_DEFAULT_POOL).first() or usable.order_by("id").first()
     return {
@@ -25,6 +26,7 @@ def run_options() -> dict[str, Any]:
         "domains": [choice.value for choice in Domain],
         "default_pool_id": pool.pk if pool else None,
         "sources": list(RecordedOutcome.objects.order_by("source").values_list("source", flat=True).distinct()),
+        "benchmarks": task_benchmarks(user=user),
     }
 
 

@@ -34,6 +34,12 @@ def task_get(*, user: User, task_id: int) -> Task:
     return task
 
 
+def task_benchmarks(*, user: User) -> list[str]:
+    """The benchmarks of the tasks `user` may see, each once, sorted (for filters)."""
+    tasks = task_list(user=user).exclude(benchmark="").order_by("benchmark")
+    return list(tasks.values_list("benchmark", flat=True).distinct())
+
+
 def run_list(
     *,
     user: User,

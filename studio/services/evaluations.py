@@ -23,6 +23,7 @@ from django.utils import timezone
 from studio import queues
 from studio.errors import Invalid, NotFound
 from studio.models import JOB_ACTIVE, Checkpoint, CheckpointKind, EvaluationRun, JobStatus, TrainingJob, User
+from studio.services.evaluation_progress import evaluation_notify
 from studio.services.training import check_learned_config, shipped_outcomes, training_job_fail
 
 DEFAULT_OUTCOMES = ("llmrouter.jsonl.gz",)  # an upstream split, every method applies but two
@@ -141,6 +142,7 @@ def evaluation_start(*, evaluation_id: int, worker: str = "") -> EvaluationRun |
         return None
     run.status, run.started_at, run.message, run.worker = JobStatus.RUNNING, timezone.now(), "started", worker
     run.save(update_fields=["status", "started_at", "message", "worker"])
+    evaluation_notify(run)
     return run
 
 
@@ -152,6 +154,7 @@ def evaluation_progress(*, evaluation_id: int, progress: float, message: str) ->
         return
     run.progress, run.message = min(1.0, max(run.progress, progress)), message
     run.save(update_fields=["progress", "message"])
+    evaluation_notify(run)
 
 
 @transaction.atomic
@@ -162,6 +165,7 @@ def evaluation_finish(*, evaluation_id: int, report: dict[str, Any], message: st
     run.status, run.progress, run.report, run.message = JobStatus.SUCCEEDED, 1.0, report, message
     run.finished_at = timezone.now()
     run.save(update_fields=["status", "progress", "report", "message", "finished_at"])
+    evaluation_notify(run)
 
 
 @transaction.atomic
@@ -172,6 +176,7 @@ def evaluation_fail(*, evaluation_id: int, message: str) -> None:
         return
     run.status, run.finished_at, run.message = JobStatus.FAILED, timezone.now(), message[:2000]
     run.save(update_fields=["status", "finished_at", "message"])
+    evaluation_notify(run)
 
 
 def jobs_fail_orphaned(*, worker: str) -> int:

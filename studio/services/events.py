@@ -5,8 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from django.conf import settings
 from django.db import connection, transaction
 
+from studio.event_schemas import check_events
 from studio.models import Run, RunEvent
 from studio.notifier import notifier
 
@@ -52,6 +54,8 @@ def run_events_append(*, run_id: int, events: Sequence[tuple[str, dict[str, Any]
     whatever their number). They are sent to the run's group only once committed."""
     if not events:
         return []
+    if settings.ORCHESTRA_CHECK_EVENTS:
+        check_events(events)
     first = _reserve(run_id, len(events))
     rows = RunEvent.objects.bulk_create(
         RunEvent(run_id=run_id, seq=first + n, type=type, payload=payload) for n, (type, payload) in enumerate(events)

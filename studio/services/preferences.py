@@ -119,6 +119,18 @@ def pair_label(
     return label, created
 
 
+@transaction.atomic
+def pair_unlabel(*, pair_id: int, user: User) -> None:
+    """Take back the user's verdict on a pair (an undo): the pair is in their queue again."""
+    check_role(user, Role.LABELER)
+    deleted, _ = PreferenceLabel.objects.filter(pair_id=pair_id, labeler=user).delete()
+    if deleted:
+        return
+    if not PreferencePair.objects.filter(pk=pair_id).exists():
+        raise NotFound(f"Preference pair {pair_id} does not exist.")
+    raise NotFound(f"You have no verdict on pair {pair_id} to undo.")
+
+
 def check_import_records(records: list[tuple[int, PreferenceRecord]]) -> None:
     """What JSONL parsing cannot see: known sources, task text the studio accepts."""
     errors: list[tuple[int, str]] = []

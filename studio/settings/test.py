@@ -39,6 +39,9 @@ CACHES["default"]["KEY_PREFIX"] = f"orchestra-test-{__import__('uuid').uuid4().h
 # the limits they exercise.
 ORCHESTRA_LOGIN_MAX_FAILURES_PER_IP = 100_000
 
+# Every run event written is checked against its payload's schema (studio/event_schemas.py).
+ORCHESTRA_CHECK_EVENTS = True
+
 # No background recovery sweep in the in-process test workers: a sweep landing between two
 # tests would step runs of the next one. Its logic is tested directly (test_scheduling).
 ORCHESTRA_RECOVERY_INTERVAL_S = 0

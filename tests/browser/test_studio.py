@@ -1,6 +1,7 @@
 """A user's path through the studio in Chromium: sign in, submit a composite task, watch its
 tree complete live, open a node, lose the connection mid-run and resume with no gap, label
-a pair with the keyboard only, train, and read the evaluation."""
+a pair with the keyboard only, train, and read the evaluation (axe on both, at a phone's
+and a laptop's size; every other page in test_pages.py)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from playwright.sync_api import Page, expect
 
 from studio.models import PreferenceLabel, PreferencePair, Run, RunEvent, User
 from studio.services.runs import run_create
+from tests.browser.axe import assert_accessible
 from tests.browser.conftest import PASSWORD, screenshot
 from tests.support.runs import wait_for_run
 
@@ -175,6 +177,7 @@ def test_train_then_read_the_evaluation(page: Page, live_url: str, worker: objec
     expect(progress).to_contain_text("100%")
     expect(page.get_by_test_id("checkpoint-row").first).to_be_visible()
     screenshot(page, "training")
+    assert_accessible_at_both_sizes(page, "training (a job, its curves, a checkpoint)")
 
     # A quick evaluation: the learned policy's λ sweep against every baseline, on the outcome
     # file the quick training read (its prompts are embedded now; the default file's 2,300
@@ -191,37 +194,12 @@ def test_train_then_read_the_evaluation(page: Page, live_url: str, worker: objec
     expect(page.get_by_test_id("metrics-table")).to_contain_text("learned")
     expect(page.get_by_test_id("per-domain")).to_be_visible()
     screenshot(page, "evaluation")
+    assert_accessible_at_both_sizes(page, "evaluation (plot, metrics, per domain)")
 
 
-PAGES = [
-    "/",
-    "/?task={task}",
-    "/runs",
-    "/runs/{run}",
-    "/runs/compare?a={run}&b={run}",
-    "/label",
-    "/training",
-    "/evaluation",
-    "/pools",
-]
-
-
-@pytest.mark.parametrize("width,height", [(390, 844), (1280, 800)])
-def test_no_page_overflows_a_phone_or_a_laptop(
-    page: Page, live_url: str, worker: object, replay_demo: int, admin: User, width: int, height: int
-) -> None:
-    from studio.services.tasks import task_create_composite
-
-    task = task_create_composite(owner=admin, items=[("routerbench", item) for item in first_items(3)])
-    run = wait_for_run(run_create(owner=admin, task_id=task.pk, pool_id=replay_demo).pk, 60)
-    page.set_viewport_size({"width": width, "height": height})
-    sign_in(page, live_url, admin, then="/pools")
-    for path in PAGES:
-        page.goto(live_url + path.format(run=run.pk, task=task.pk))
-        expect(page.locator("main h1, main h2").first).to_be_visible()
-        page.wait_for_load_state("networkidle")
-        overflow = page.evaluate("document.scrollingElement.scrollWidth - window.innerWidth")
-        assert overflow <= 0, f"{path} is {overflow} px wider than a {width} px screen"
-        if width < 500:
-            name = path.split("?")[0].strip("/").replace("/", "-").replace("{run}", "id")
-            screenshot(page, f"phone-{name or ('run-again' if 'task' in path else 'submit')}")
+def assert_accessible_at_both_sizes(page: Page, where: str) -> None:
+    """axe on the page as it is, at a phone's size and at a laptop's (tests/browser/axe.py)."""
+    for width, height in ((390, 844), (1280, 800)):
+        page.set_viewport_size({"width": width, "height": height})
+        page.wait_for_timeout(300)  # the charts redraw for the new width
+        assert_accessible(page, where)

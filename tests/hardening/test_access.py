@@ -1,6 +1,6 @@
 """Who may call what (issue 8, part 4).
 
-- The access matrix: every /api/ route in the live OpenAPI schema and both WebSocket
+- The access matrix: every /api/ route in the live OpenAPI schema and every WebSocket
   routes, as each role (anonymous, viewer, labeler, researcher, admin), on the caller's own
   object and on someone else's. The expected status comes from docs/api.md's table:
   401 anonymous, 403 below the route's role, 404 for someone else's task or run below
@@ -35,6 +35,7 @@ from studio.models import (
     Checkpoint,
     EvaluationRun,
     Node,
+    PreferenceLabel,
     PreferencePair,
     RecordedOutcome,
     Role,
@@ -161,6 +162,8 @@ ROUTES: dict[str, Rule] = {
     "GET /api/evaluations/{evaluation_id}": Rule(R),
     "GET /api/preferences/queue": Rule(L),
     "POST /api/preferences/pairs/{pair_id}/labels": Rule(L, ok=201, body=lambda ids: {"verdict": "a"}),
+    # the pair of a DELETE is one the caller labeled (World.spares)
+    "DELETE /api/preferences/pairs/{pair_id}/labels": Rule(L, ok=204),
     "GET /api/preferences/pairs": Rule(R),
     "POST /api/preferences/pairs": Rule(
         R, ok=201, body=lambda ids: {"run_a_id": ids["ended_run_a"], "run_b_id": ids["ended_run_b"]}
@@ -170,12 +173,14 @@ ROUTES: dict[str, Rule] = {
     "POST /api/preferences/import": Rule(R, ok=201, body=lambda ids: Jsonl(IMPORT_LINE)),
     "GET /api/options": Rule(V),
     "GET /api/recorded-items": Rule(V),
+    "GET /api/users": Rule(R),
 }
 
 # The WebSocket routes: who may connect (docs/api.md, "WebSocket").
 WS_ROUTES: dict[str, Rule] = {
     "/ws/runs/{run_id}/": Rule(V, objects=RUN_READ),
     "/ws/training/{job_id}/": Rule(R),
+    "/ws/evaluations/{evaluation_id}/": Rule(R),
 }
 WS_REFUSED = {401: 4401, 403: 4403, 404: 4403}  # a refused socket closes with these codes
 
@@ -277,6 +282,11 @@ def build_world(role: Role | None, data_dir: Path) -> World:
     own_run, other_run, paired_run = run_of(actor), run_of(stranger), run_of(stranger)
     partner = RunFactory(task=paired_run.task, status="succeeded")
     pair = PreferencePair.objects.create(task=paired_run.task, run_a=paired_run, run_b=partner)
+    judged_task = TaskFactory(owner=stranger)
+    judged_a, judged_b = (RunFactory(task=judged_task, status="succeeded") for _ in range(2))
+    judged = PreferencePair.objects.create(task=judged_task, run_a=judged_a, run_b=judged_b)
+    PreferenceLabel.objects.create(pair=judged, labeler=actor, verdict="a")
+    spares["pair_id"] = judged.pk  # DELETE .../labels takes back the caller's verdict
     ended_task = TaskFactory(owner=stranger)
     ended_a, ended_b = (RunFactory(task=ended_task, status="succeeded") for _ in range(2))
 

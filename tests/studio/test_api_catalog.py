@@ -34,6 +34,17 @@ def test_options_name_policies_presets_checkers_and_the_default_pool(api_as) -> 
     assert body["sources"] == ["rb"]
 
 
+def test_options_name_the_benchmarks_of_the_tasks_you_may_see(api_as, make_user) -> None:
+    from tests.factories import TaskFactory
+
+    me = make_user(Role.VIEWER)
+    for benchmark in ("mbpp", "gsm8k", "gsm8k", ""):
+        TaskFactory(owner=me, benchmark=benchmark)
+    TaskFactory(benchmark="hotpotqa")  # someone else's
+    assert api_as(user=me).get("/options").json_body["benchmarks"] == ["gsm8k", "mbpp"]
+    assert api_as(Role.RESEARCHER).get("/options").json_body["benchmarks"] == ["gsm8k", "hotpotqa", "mbpp"]
+
+
 def test_options_without_any_usable_pool_say_so(api_as) -> None:
     assert api_as().get("/options").json_body["default_pool_id"] is None
 

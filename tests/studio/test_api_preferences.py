@@ -198,3 +198,30 @@ def test_an_import_needs_jsonl_text(api_as) -> None:
     assert response.status_code == 422 and response.json()["detail"] == "The request body is not UTF-8 text."
     empty = post_jsonl(api, "\n\n")
     assert empty.status_code == 422 and empty.json_body["detail"] == "The file holds no preference records."
+
+
+def test_a_labeler_undoes_the_last_verdict_and_the_pair_is_back_in_the_queue(api_as, make_user) -> None:
+    user = make_user(Role.LABELER)
+    api = api_as(user=user)
+    pair, other = make_pair(), make_pair()
+    assert api.post(f"/preferences/pairs/{pair.pk}/labels", {"verdict": "a"}).status_code == 201
+    assert [item["pair_id"] for item in api.get("/preferences/queue").json_body["items"]] == [other.pk]
+
+    assert api.delete(f"/preferences/pairs/{pair.pk}/labels").status_code == 204
+    assert not PreferenceLabel.objects.filter(pair=pair, labeler=user).exists()
+    queue = api.get("/preferences/queue").json_body
+    assert [item["pair_id"] for item in queue["items"]] == [pair.pk, other.pk]
+    assert queue["progress"]["labeled"] == 0
+
+
+def test_undo_takes_back_only_your_own_verdict(api_as, make_user) -> None:
+    pair = make_pair()
+    mine, theirs = make_user(Role.LABELER), make_user(Role.LABELER)
+    api_as(user=theirs).post(f"/preferences/pairs/{pair.pk}/labels", {"verdict": "b"})
+    response = api_as(user=mine).delete(f"/preferences/pairs/{pair.pk}/labels")
+    assert response.status_code == 404
+    assert response.json_body["detail"] == f"You have no verdict on pair {pair.pk} to undo."
+    assert PreferenceLabel.objects.filter(pair=pair, labeler=theirs).exists()
+    missing = api_as(user=mine).delete("/preferences/pairs/999999/labels")
+    assert (missing.status_code, missing.json_body["detail"]) == (404, "Preference pair 999999 does not exist.")
+    assert api_as(Role.VIEWER).delete(f"/preferences/pairs/{pair.pk}/labels").status_code == 403

@@ -41,7 +41,7 @@ def test_run_events_page_by_sequence(api_as, make_user) -> None:
     me = make_user(Role.VIEWER)
     run = RunFactory(task=TaskFactory(owner=me))
     for n in range(5):
-        run_event_append(run_id=run.pk, type="node.created", payload={"n": n})
+        run_event_append(run_id=run.pk, type="node.noted", payload={"key": "root", "n": n})
     api = api_as(user=me)
 
     first = api.get(f"/runs/{run.pk}/events", limit=2).json_body
@@ -50,6 +50,6 @@ def test_run_events_page_by_sequence(api_as, make_user) -> None:
     rest = api.get(f"/runs/{run.pk}/events", after=2, limit=10).json_body
     assert [e["seq"] for e in rest["items"]] == [3, 4, 5]
     assert rest["next_after"] is None
-    assert rest["items"][0]["payload"] == {"n": 2}
+    assert rest["items"][0]["payload"] == {"key": "root", "n": 2}
     assert api.get(f"/runs/{run.pk}/events", after=-1).status_code == 422
     assert api_as(Role.VIEWER).get(f"/runs/{run.pk}/events").status_code == 404

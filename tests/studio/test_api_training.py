@@ -10,6 +10,7 @@ from channels.testing import WebsocketCommunicator
 from django.test import override_settings
 
 from studio.asgi import application
+from studio.event_schemas import TrainingProgress
 from studio.models import Checkpoint, JobStatus, Role, TrainingJob
 from studio.services.training import training_job_progress, training_job_start
 from tests.factories import UserFactory
@@ -135,9 +136,10 @@ async def test_the_progress_socket_sends_the_state_then_updates() -> None:
     assert connected
     first = await watcher.receive_json_from(timeout=5)
     assert (first["kind"], first["status"], first["progress"]) == ("progress", "queued", 0.0)
+    TrainingProgress.model_validate(first, strict=True)  # what the browser's types say
     await database_sync_to_async(training_job_start)(job_id=job.pk)
     await database_sync_to_async(training_job_progress)(job_id=job.pk, progress=0.4, stage="rl", metrics={"x": 1.0})
-    seen = [await watcher.receive_json_from(timeout=5) for _ in range(2)]
+    seen = [TrainingProgress.model_validate(await watcher.receive_json_from(timeout=5)).model_dump() for _ in range(2)]
     assert [(m["status"], m["progress"], m["message"]) for m in seen] == [
         ("running", 0.0, "started"),
         ("running", 0.4, "rl"),

@@ -38,7 +38,9 @@ def owned_run() -> tuple[User, Run]:
 
 async def append(run: Run, n: int) -> None:
     for i in range(n):
-        await database_sync_to_async(run_event_append)(run_id=run.pk, type="node.created", payload={"i": i})
+        await database_sync_to_async(run_event_append)(
+            run_id=run.pk, type="node.noted", payload={"key": "root", "i": i}
+        )
 
 
 async def receive_seqs(ws: WebsocketCommunicator, n: int) -> list[int]:

@@ -18,7 +18,7 @@ def test_concurrent_appends_get_gapless_sequence_numbers() -> None:
     def append_many(worker: int) -> None:
         try:
             for n in range(20):
-                run_event_append(run_id=run.pk, type="tick", payload={"worker": worker, "n": n})
+                run_event_append(run_id=run.pk, type="node.noted", payload={"key": f"w{worker}", "n": n})
         except BaseException as exc:
             errors.append(exc)
         finally:

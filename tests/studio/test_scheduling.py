@@ -61,7 +61,7 @@ def test_the_recovery_sweep_steps_only_runs_that_went_quiet(monkeypatch: pytest.
     ended = RunFactory(status="succeeded")
     fresh = RunFactory(status="pending")
     Run.objects.filter(pk__in=[quiet.pk, busy.pk, ended.pk]).update(created_at=long_ago)
-    run_event_append(run_id=busy.pk, type="node.created", payload={})  # an event just now: not quiet
+    run_event_append(run_id=busy.pk, type="node.noted", payload={"key": "root"})  # an event just now: not quiet
 
     assert runs_recover(quiet_s=60) == [quiet.pk]
     assert stepped == [quiet.pk]

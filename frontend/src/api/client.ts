@@ -1,8 +1,10 @@
 // The one way the studio talks to Django: JSON over fetch, the session cookie, and the
 // CSRF token on every write. Errors become ApiError with the server's plain sentence.
 
+/** One problem the server named: a field of the request, or a line of an uploaded file. */
 export interface FieldError {
-  field: string;
+  field?: string;
+  line?: number;
   message: string;
 }
 
@@ -57,33 +59,44 @@ async function errorOf(response: Response): Promise<ApiError> {
   let detail = `${response.status} ${response.statusText || "error"}`;
   let errors: FieldError[] = [];
   try {
-    const body = await response.json();
+    const body = (await response.json()) as { detail?: unknown; errors?: unknown } | null;
     if (typeof body?.detail === "string") detail = body.detail;
-    if (Array.isArray(body?.errors)) errors = body.errors;
+    if (Array.isArray(body?.errors)) errors = body.errors as FieldError[];
   } catch {
     // not JSON: keep the status line
   }
-  if (response.status >= 500) detail = `The server failed (${response.status}). Try again; if it persists, check the server log.`;
+  if (response.status >= 500)
+    detail = `The server failed (${response.status}). Try again; if it persists, check the server log.`;
   return new ApiError(response.status, detail, errors);
 }
 
-export async function api<T>(path: string, init: { method?: string; body?: unknown; signal?: AbortSignal } = {}): Promise<T> {
+export interface ApiInit {
+  method?: string;
+  /** Sent as JSON. */
+  body?: unknown;
+  /** Sent as it is, with its media type (a file upload). */
+  text?: { content: string; type: string };
+  signal?: AbortSignal;
+}
+
+export async function api<T>(path: string, init: ApiInit = {}): Promise<T> {
   const method = init.method ?? "GET";
   const headers: Record<string, string> = { Accept: "application/json" };
   if (method !== "GET") {
     await ensureCsrf();
     headers["X-CSRFToken"] = cookie("csrftoken");
   }
-  if (init.body !== undefined) headers["Content-Type"] = "application/json";
+  let body: string | undefined;
+  if (init.text !== undefined) {
+    headers["Content-Type"] = init.text.type;
+    body = init.text.content;
+  } else if (init.body !== undefined) {
+    headers["Content-Type"] = "application/json";
+    body = JSON.stringify(init.body);
+  }
   let response: Response;
   try {
-    response = await fetch(path, {
-      method,
-      headers,
-      credentials: "same-origin",
-      body: init.body === undefined ? undefined : JSON.stringify(init.body),
-      signal: init.signal,
-    });
+    response = await fetch(path, { method, headers, credentials: "same-origin", body, signal: init.signal });
   } catch (error) {
     if ((error as Error).name === "AbortError") throw error;
     throw new ApiError(0, "The studio's server cannot be reached. Is it running?");
@@ -91,6 +104,36 @@ export async function api<T>(path: string, init: { method?: string; body?: unkno
   if (!response.ok) throw await errorOf(response);
   if (response.status === 204) return undefined as T;
   return (await response.json()) as T;
+}
+
+/** The API's largest page. */
+export const PAGE_LIMIT = 200;
+
+/**
+ * Every item of a paged list, page after page: a list the page shows whole (a pool's
+ * endpoints, the users, the checkpoints) never stops silently at the API's page limit.
+ */
+export async function fetchAll<T>(
+  path: string,
+  params: Record<string, string | number | boolean | null | undefined> = {},
+  signal?: AbortSignal,
+): Promise<T[]> {
+  const items: T[] = [];
+  for (let offset = 0; ; offset += PAGE_LIMIT) {
+    const page = await api<Page<T>>(`${path}${query({ ...params, limit: PAGE_LIMIT, offset })}`, { signal });
+    items.push(...page.items);
+    if (page.items.length < PAGE_LIMIT || items.length >= page.count) return items;
+  }
+}
+
+/** Every item of a paged list (fetchAll), as one page. */
+export async function fetchEvery<T>(
+  path: string,
+  params: Record<string, string | number | boolean | null | undefined> = {},
+  signal?: AbortSignal,
+): Promise<Page<T>> {
+  const items = await fetchAll<T>(path, params, signal);
+  return { items, count: items.length };
 }
 
 /** A query string from the set values only. */

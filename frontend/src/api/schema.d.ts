@@ -264,7 +264,7 @@ export interface paths {
         };
         /**
          * Get Options
-         * @description Policies, cost presets, answer checkers, domains and the default pool for new runs.
+         * @description Policies, cost presets, answer checkers, domains, the default pool for new runs, and your tasks' benchmarks.
          */
         get: operations["studio_api_catalog_get_options"];
         put?: never;
@@ -428,7 +428,11 @@ export interface paths {
          * @description Your verdict on a pair: 201 the first time; later calls replace it (200).
          */
         post: operations["studio_api_preferences_label_pair"];
-        delete?: never;
+        /**
+         * Unlabel Pair
+         * @description Take back your verdict on a pair (undo): it is in your queue again. 404 when you gave none.
+         */
+        delete: operations["studio_api_preferences_unlabel_pair"];
         options?: never;
         head?: never;
         patch?: never;
@@ -767,6 +771,26 @@ export interface paths {
          * @description One job with its metric history (for curves).
          */
         get: operations["studio_api_training_get_training_job"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/users": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List Users
+         * @description Every user, by username (a filter by owner; researchers and admins).
+         */
+        get: operations["studio_api_users_list_users"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1398,6 +1422,11 @@ export interface components {
         /** OptionsOut */
         OptionsOut: {
             /**
+             * Benchmarks
+             * @description the benchmarks of the tasks you can see, for filters
+             */
+            benchmarks: string[];
+            /**
              * Checkers
              * @description the values a task's `checker` may take
              */
@@ -1509,6 +1538,13 @@ export interface components {
             count: number;
             /** Items */
             items: components["schemas"]["TrainingJobOut"][];
+        };
+        /** PagedUserOut */
+        PagedUserOut: {
+            /** Count */
+            count: number;
+            /** Items */
+            items: components["schemas"]["UserOut"][];
         };
         /** PairFilters */
         PairFilters: {
@@ -1764,6 +1800,12 @@ export interface components {
             /** Primitive */
             primitive: string;
         };
+        /**
+         * Role
+         * @description Roles form a ladder: each one may do everything the roles below it may.
+         * @enum {string}
+         */
+        Role: "viewer" | "labeler" | "researcher" | "admin";
         /** RunFilters */
         RunFilters: {
             /**
@@ -2148,6 +2190,19 @@ export interface components {
             /** Nodes */
             nodes: components["schemas"]["NodeOut"][];
             run: components["schemas"]["RunOut"];
+        };
+        /** UserFilters */
+        UserFilters: {
+            role?: components["schemas"]["Role"] | null;
+        };
+        /** UserOut */
+        UserOut: {
+            /** Id */
+            id: number;
+            /** Role */
+            role: string;
+            /** Username */
+            username: string;
         };
         /**
          * Verdict
@@ -2933,6 +2988,26 @@ export interface operations {
             };
         };
     };
+    studio_api_preferences_unlabel_pair: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                pair_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No Content */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
     studio_api_preferences_get_queue: {
         parameters: {
             query?: {
@@ -3502,6 +3577,30 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["TrainingJobDetailOut"];
+                };
+            };
+        };
+    };
+    studio_api_users_list_users: {
+        parameters: {
+            query?: {
+                role?: components["schemas"]["Role"] | null;
+                limit?: number;
+                offset?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PagedUserOut"];
                 };
             };
         };

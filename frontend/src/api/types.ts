@@ -1,5 +1,6 @@
-// Names for the API's schemas. schema.d.ts is generated from openapi.json (`npm run gen`),
-// which a backend test keeps equal to the live /api/openapi.json.
+// Names for the API's schemas. schema.d.ts is generated from openapi.json (`make api-types`),
+// which a backend test keeps equal to the live /api/openapi.json. The WebSocket messages'
+// types are in events.ts.
 import type { components } from "./schema";
 
 type S = components["schemas"];
@@ -24,17 +25,10 @@ export type Queue = S["QueueOut"];
 export type QueueItem = S["QueueItemOut"];
 export type Pair = S["PairOut"];
 export type Agreement = S["AgreementOut"];
+export type ImportResult = S["ImportOut"];
+export type User = S["UserOut"];
 
 export type Role = "viewer" | "labeler" | "researcher" | "admin";
-
-/** What a live event carries on the run WebSocket. */
-export interface SocketEvent {
-  kind: "event";
-  seq: number;
-  type: string;
-  payload: Record<string, unknown>;
-  created_at: string;
-}
 export type Options = S["OptionsOut"];
 export type RecordedItem = S["RecordedItemOut"];
 

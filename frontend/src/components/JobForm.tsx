@@ -7,7 +7,13 @@ export function SeedField({ seed, setSeed }: { seed: number; setSeed: (seed: num
   return (
     <label>
       Seed
-      <input type="number" min={0} step={1} value={seed} onChange={(e) => setSeed(Math.max(0, Number(e.target.value) || 0))} />
+      <input
+        type="number"
+        min={0}
+        step={1}
+        value={seed}
+        onChange={(e) => setSeed(Math.max(0, Number(e.target.value) || 0))}
+      />
     </label>
   );
 }

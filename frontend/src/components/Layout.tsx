@@ -40,14 +40,7 @@ export function Layout() {
             <span title={`role: ${user.role}`}>
               {user.username} <span className="badge">{user.role}</span>
             </span>
-            <button
-              type="button"
-              className="link"
-              onClick={async () => {
-                await signOut();
-                navigate("/login");
-              }}
-            >
+            <button type="button" className="link" onClick={() => void signOut().then(() => navigate("/login"))}>
               Sign out
             </button>
           </div>

@@ -13,7 +13,7 @@ export function Loading({ what = "Loading" }: { what?: string }) {
 
 export function ErrorText({ error }: { error: unknown }) {
   if (!error) return null;
-  const message = error instanceof Error ? error.message : String(error);
+  const message = error instanceof Error ? error.message : typeof error === "string" ? error : "Something went wrong.";
   const fields = error instanceof ApiError ? error.errors : [];
   return (
     <div className="error" role="alert">
@@ -21,8 +21,8 @@ export function ErrorText({ error }: { error: unknown }) {
       {fields.length > 0 && (
         <ul>
           {fields.map((field) => (
-            <li key={field.field + field.message}>
-              <b>{field.field}</b>: {field.message}
+            <li key={`${field.field ?? field.line}: ${field.message}`}>
+              <b>{field.field ?? `line ${field.line}`}</b>: {field.message}
             </li>
           ))}
         </ul>

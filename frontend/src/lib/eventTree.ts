@@ -32,7 +32,16 @@ export interface LiveTree extends Tree {
   attemptIds: Record<string, { key: string; number: number }>;
 }
 
-export const NODE_STATUSES = ["pending", "ready", "running", "answered", "succeeded", "failed", "skipped", "cancelled"] as const;
+export const NODE_STATUSES = [
+  "pending",
+  "ready",
+  "running",
+  "answered",
+  "succeeded",
+  "failed",
+  "skipped",
+  "cancelled",
+] as const;
 export const RUN_ENDED = ["succeeded", "failed", "cancelled"];
 
 const zero = (): Totals => ({ tokens_in: 0, tokens_out: 0, cost_usd: 0, latency_s: 0 });
@@ -52,10 +61,32 @@ export function fromSnapshot(tree: Tree): LiveTree {
 /** An empty tree for a run known only by its events (tests, or before the snapshot). */
 export function emptyTree(run: Partial<Run> & { id: number }): LiveTree {
   const base: Run = {
-    task_id: 0, task_text: "", owner_id: 0, owner: "", pool_id: null, policy: "", checkpoint_id: null,
-    status: "pending", end_reason: "", cost_preference: null, best_of: 1, max_cost_usd: null, max_nodes: null,
-    max_depth: null, deadline_s: null, tokens_in: 0, tokens_out: 0, cost_usd: 0, latency_s: 0, final_answer: "",
-    verification: {}, last_seq: 0, created_at: "", started_at: null, finished_at: null, ...run,
+    task_id: 0,
+    task_text: "",
+    owner_id: 0,
+    owner: "",
+    pool_id: null,
+    policy: "",
+    checkpoint_id: null,
+    status: "pending",
+    end_reason: "",
+    cost_preference: null,
+    best_of: 1,
+    max_cost_usd: null,
+    max_nodes: null,
+    max_depth: null,
+    deadline_s: null,
+    tokens_in: 0,
+    tokens_out: 0,
+    cost_usd: 0,
+    latency_s: 0,
+    final_answer: "",
+    verification: {},
+    last_seq: 0,
+    created_at: "",
+    started_at: null,
+    finished_at: null,
+    ...run,
   };
   return { run: base, nodes: [], seq: 0, attemptIds: {} };
 }
@@ -65,7 +96,9 @@ function newNode(payload: Record<string, unknown>): TreeNode {
     key: str(payload.key) ?? "?",
     kind: str(payload.kind) ?? "subtask",
     parent: str(payload.parent),
-    depends_on: Array.isArray(payload.depends_on) ? payload.depends_on.filter((d): d is string => typeof d === "string") : [],
+    depends_on: Array.isArray(payload.depends_on)
+      ? payload.depends_on.filter((d): d is string => typeof d === "string")
+      : [],
     text: str(payload.text) ?? "",
     status: str(payload.status) ?? "pending",
     depth: num(payload.depth) ?? 0,
@@ -126,7 +159,8 @@ export function applyEvent(tree: LiveTree, event: LiveEvent, options: ApplyOptio
     if (status === "cancelled") {
       // the cancel marks waiting nodes cancelled without an event each (services/runs.py)
       for (let i = 0; i < nodes.length; i++) {
-        if (nodes[i].status === "pending" || nodes[i].status === "ready") nodes[i] = { ...nodes[i], status: "cancelled" };
+        if (nodes[i].status === "pending" || nodes[i].status === "ready")
+          nodes[i] = { ...nodes[i], status: "cancelled" };
       }
       next.nodes = nodes;
     }
@@ -160,8 +194,17 @@ export function applyEvent(tree: LiveTree, event: LiveEvent, options: ApplyOptio
     if (key !== null && id !== null) next.attemptIds = { ...tree.attemptIds, [String(id)]: { key, number } };
     patch(key, (node) => {
       const attempt: Attempt = {
-        number, model, primitive, status: "queued", answer: null, tokens_in: 0, tokens_out: 0, cost_usd: 0,
-        latency_s: 0, error_kind: null, error_message: null,
+        number,
+        model,
+        primitive,
+        status: "queued",
+        answer: null,
+        tokens_in: 0,
+        tokens_out: 0,
+        cost_usd: 0,
+        latency_s: 0,
+        error_kind: null,
+        error_message: null,
       };
       const attempts = node.attempts.filter((a) => a.number !== number).concat(attempt);
       const pair = primitive === "plan" ? {} : { endpoint_id: endpoint, model: model || node.model, primitive };
@@ -240,7 +283,11 @@ export function applyEvents(tree: LiveTree, events: LiveEvent[], options: ApplyO
 /** A fresh snapshot, with the events received since it was taken applied again on top. */
 export function rebase(snapshot: Tree, log: LiveEvent[], options: ApplyOptions = {}): LiveTree {
   const base = fromSnapshot(snapshot);
-  return applyEvents(base, log.filter((e) => e.seq > base.seq), options);
+  return applyEvents(
+    base,
+    log.filter((e) => e.seq > base.seq),
+    options,
+  );
 }
 
 // Layout
@@ -298,12 +345,19 @@ export function layoutTree(nodes: TreeNode[], size = { width: NODE_WIDTH, height
   // Edges go in last to first: dagre then orders siblings as the tree lists them, left to right.
   for (const edge of edges.slice().reverse()) {
     // the hierarchy ranks the nodes; a dependency also pushes its dependent one rank down
-    if (!g.hasEdge(edge.source, edge.target)) g.setEdge(edge.source, edge.target, { weight: edge.kind === "child" ? 2 : 1, minlen: 1 });
+    if (!g.hasEdge(edge.source, edge.target))
+      g.setEdge(edge.source, edge.target, { weight: edge.kind === "child" ? 2 : 1, minlen: 1 });
   }
   dagre.layout(g);
   const placed: Placed[] = nodes.map((node) => {
-    const at = g.node(node.key);
-    return { key: node.key, x: at.x - size.width / 2, y: at.y - size.height / 2, width: size.width, height: size.height };
+    const at = g.node(node.key) as { x: number; y: number }; // dagre is untyped
+    return {
+      key: node.key,
+      x: at.x - size.width / 2,
+      y: at.y - size.height / 2,
+      width: size.width,
+      height: size.height,
+    };
   });
   placed.sort((a, b) => a.y - b.y || a.x - b.x);
   const width = Math.max(...placed.map((p) => p.x + p.width));

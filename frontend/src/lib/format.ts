@@ -26,6 +26,13 @@ export function pct(value: number | null | undefined, digits = 1): string {
   return `${(value * 100).toFixed(digits)}%`;
 }
 
+/** Any JSON value as text: a string as it is, a fraction to 3 decimals, anything else as JSON. */
+export function plain(value: unknown): string {
+  if (typeof value === "string") return value;
+  if (typeof value === "number" && !Number.isInteger(value)) return value.toFixed(3);
+  return JSON.stringify(value) ?? "";
+}
+
 export function when(iso: string | null | undefined): string {
   if (!iso) return "–";
   return new Date(iso).toLocaleString();
@@ -35,6 +42,9 @@ export function when(iso: string | null | undefined): string {
  * examples that many recorded prompts share), the last block; else the whole text. As the
  * API's `question` of a recorded item. */
 export function questionOf(text: string): string {
-  const blocks = text.trim().split("\n\n").filter((block) => block.trim());
+  const blocks = text
+    .trim()
+    .split("\n\n")
+    .filter((block) => block.trim());
   return blocks.length >= 3 ? blocks[blocks.length - 1].trim() : text.trim();
 }

@@ -12,7 +12,18 @@ export type HotkeyHandler = (event: KeyboardEvent) => void;
 export type HotkeyMap = Record<string, HotkeyHandler>;
 
 const TYPING_INPUT_TYPES = new Set([
-  "text", "search", "email", "number", "password", "tel", "url", "date", "datetime-local", "month", "time", "week",
+  "text",
+  "search",
+  "email",
+  "number",
+  "password",
+  "tel",
+  "url",
+  "date",
+  "datetime-local",
+  "month",
+  "time",
+  "week",
 ]);
 
 /** The name a key is matched by: one character upper-cased, anything else as is ("Enter", "Escape"). */

@@ -48,7 +48,16 @@ export const LEARNED = "learned";
 // The CLI's order (orchestrator.evaluate.METHOD_NAMES); a stored report's keys come back
 // from Postgres (jsonb) in another order.
 export const METHOD_ORDER = [
-  "learned", "random", "cheapest", "best_single", "oracle", "cascade", "knn", "mf", "always_decompose", "self_consistency",
+  "learned",
+  "random",
+  "cheapest",
+  "best_single",
+  "oracle",
+  "cascade",
+  "knn",
+  "mf",
+  "always_decompose",
+  "self_consistency",
 ];
 
 /** The report's methods in the CLI's order, any unknown ones last by name. */
@@ -79,10 +88,20 @@ export function paretoSeries(report: EvaluationReport): ParetoSeries[] {
   const series: ParetoSeries[] = [];
   for (const [method, result] of orderedMethods(report)) {
     if (result.not_applicable !== undefined || !result.points?.length) continue;
-    const all = result.points.map(([cost, accuracy], k) => ({ cost, accuracy, knob: result.knobs?.[k] ?? null, method }));
+    const all = result.points.map(([cost, accuracy], k) => ({
+      cost,
+      accuracy,
+      knob: result.knobs?.[k] ?? null,
+      method,
+    }));
     const shown = all.filter((p) => p.cost > 0 && Number.isFinite(p.cost) && Number.isFinite(p.accuracy));
     shown.sort((a, b) => a.cost - b.cost || a.accuracy - b.accuracy);
-    series.push({ method, points: shown, hidden: all.length - shown.length, line: method === LEARNED || shown.length > 1 });
+    series.push({
+      method,
+      points: shown,
+      hidden: all.length - shown.length,
+      line: method === LEARNED || shown.length > 1,
+    });
   }
   return series;
 }
@@ -169,7 +188,10 @@ export function metricsRows(report: EvaluationReport): MetricsRow[] {
 }
 
 /** Domains (columns) and, per method that applies, its accuracy in each (null where absent). */
-export function perDomain(report: EvaluationReport): { domains: string[]; rows: { method: string; values: (number | null)[] }[] } {
+export function perDomain(report: EvaluationReport): {
+  domains: string[];
+  rows: { method: string; values: (number | null)[] }[];
+} {
   const applicable = orderedMethods(report).filter(([, r]) => r.not_applicable === undefined);
   const domains = [...new Set(applicable.flatMap(([, r]) => Object.keys(r.per_domain ?? {})))].sort();
   const rows = applicable.map(([method, r]) => ({ method, values: domains.map((d) => num(r.per_domain?.[d])) }));

@@ -10,7 +10,10 @@
 // - After `run.finished` it no longer reconnects (a later `attempt.queued`, i.e. a
 //   re-run, makes the run live again); stop() ends it for good (unmount).
 import { api, query, wsUrl } from "../api/client";
-import type { EventPage, SocketEvent } from "../api/types";
+import type { RunEventMessage } from "../api/events";
+import type { EventPage } from "../api/types";
+
+type SocketEvent = RunEventMessage;
 
 export type ConnectionState =
   | "connecting" // first connection
@@ -277,7 +280,8 @@ export class RunSocket {
       for (const item of page.items) {
         if (item.seq <= this._lastSeq) continue;
         if (item.seq !== this._lastSeq + 1 || item.seq >= before) break;
-        this.apply({ kind: "event", ...item });
+        // the REST endpoint's events are the socket's messages without `kind` (studio/event_schemas.py)
+        this.apply({ kind: "event", ...item } as SocketEvent);
       }
       if (page.next_after === null || page.next_after === undefined || page.items.length === 0) return;
       after = page.next_after;

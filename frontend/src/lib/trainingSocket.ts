@@ -1,52 +1,19 @@
 // A training job's live progress (/ws/training/<id>/) and its metric curves.
-import { wsUrl } from "../api/client";
+import type { TrainingProgress } from "../api/events";
+import { watchJob } from "./jobSocket";
 
-/** What the socket sends: the job as it stands, then each progress update. */
-export interface TrainingProgress {
-  kind: "progress";
-  id: number;
-  status: string;
-  progress: number;
-  metrics: Record<string, unknown>;
-  message: string;
-}
+export type { TrainingProgress };
 
 /** One point of a job's history: where it was, the stage, and the metrics then. */
 export type CurvePoint = { progress: number; stage?: string } & Record<string, unknown>;
 
-/**
- * Watch a job; `onProgress` gets every message. Returns a function that stops watching.
- * `onLost` is called when the socket closes unasked (refused, or the server went away),
- * so the caller can fall back to polling.
- */
+/** Watch a training job (lib/jobSocket); returns a function that stops watching. */
 export function watchTrainingJob(
   id: number,
   onProgress: (message: TrainingProgress) => void,
   onLost: (code: number) => void,
 ): () => void {
-  let stopped = false;
-  let socket: WebSocket;
-  try {
-    socket = new WebSocket(wsUrl(`/ws/training/${id}/`));
-  } catch {
-    onLost(0);
-    return () => undefined;
-  }
-  socket.onmessage = (event) => {
-    try {
-      const message = JSON.parse(String(event.data)) as TrainingProgress;
-      if (message.kind === "progress") onProgress(message);
-    } catch {
-      // not JSON: ignore
-    }
-  };
-  socket.onclose = (event) => {
-    if (!stopped) onLost(event.code);
-  };
-  return () => {
-    stopped = true;
-    socket.close();
-  };
+  return watchJob<TrainingProgress>(`/ws/training/${id}/`, onProgress, onLost);
 }
 
 const numeric = (value: unknown): value is number => typeof value === "number" && Number.isFinite(value);
@@ -84,7 +51,9 @@ const SUMMARY_ORDER = [/accuracy/, /margin|reward/, /./];
 export function metricSummary(metrics: Record<string, unknown>): [string, string][] {
   const rank = (key: string) => SUMMARY_ORDER.findIndex((pattern) => pattern.test(key));
   return Object.entries(metrics)
-    .filter((entry): entry is [string, number] => typeof entry[1] === "number" && /^(eval|valid|train)\//.test(entry[0]))
+    .filter(
+      (entry): entry is [string, number] => typeof entry[1] === "number" && /^(eval|valid|train)\//.test(entry[0]),
+    )
     .sort(([a], [b]) => rank(a) - rank(b) || a.length - b.length || a.localeCompare(b))
     .slice(0, 6)
     .map(([key, value]) => [key, Number.isInteger(value) && rank(key) === 2 ? String(value) : value.toFixed(3)]);

@@ -1,14 +1,17 @@
 // Two runs side by side: what they cost, what they answered, and their trees.
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
-import { useState, type ReactNode } from "react";
+import { useState } from "react";
 import { Link, useSearchParams } from "react-router";
 
 import { api, mayHeal } from "../api/client";
+import { keys } from "../api/queryKeys";
 import type { Pair, Run, Tree } from "../api/types";
 import { atLeast, useMe } from "../auth";
 import { RunTreeView } from "../components/RunTree";
+import { Scrollable } from "../components/Scrollable";
 import { Empty, ErrorText, Loading } from "../components/States";
-import { seconds, tokens, usd, when } from "../lib/format";
+import { plain } from "../lib/format";
+import { Summary, verdictOf } from "./compare/Summary";
 import "./Runs.css";
 
 const ENDED = new Set(["succeeded", "failed", "cancelled"]);
@@ -19,11 +22,12 @@ function runId(text: string | null): number | null {
 
 function useTree(id: number | null) {
   return useQuery({
-    queryKey: ["runs", id, "tree"],
+    queryKey: keys.runs.tree(id ?? 0),
     queryFn: () => api<Tree>(`/api/runs/${id}/tree`),
     enabled: id !== null,
     // A run still going: look again until it ends (and after a failed look that may heal).
-    refetchInterval: (q) => ((q.state.data && !ENDED.has(q.state.data.run.status)) || mayHeal(q.state.error) ? 3000 : false),
+    refetchInterval: (q) =>
+      (q.state.data && !ENDED.has(q.state.data.run.status)) || mayHeal(q.state.error) ? 3000 : false,
   });
 }
 
@@ -66,9 +70,9 @@ export default function ComparePage() {
       {a === b && <p className="compare-note">These are the same run twice.</p>}
       {runA && runB && runA.task_id !== runB.task_id && (
         <p className="compare-note" role="note">
-          These runs are of different tasks (#{runA.task_id} and #{runB.task_id}). Comparing is meant for two runs of the
-          same task; the numbers below are not like for like, and they cannot be paired for labeling. To get a second
-          run of one task, use “Run again” on its run page.
+          These runs are of different tasks (#{runA.task_id} and #{runB.task_id}). Comparing is meant for two runs of
+          the same task; the numbers below are not like for like, and they cannot be paired for labeling. To get a
+          second run of one task, use “Run again” on its run page.
         </p>
       )}
       {(treeA.isPending || treeB.isPending) && <Loading what="Loading the runs" />}
@@ -93,139 +97,17 @@ function SideError({ id, error }: { id: number; error: unknown }) {
   );
 }
 
-function verdictOf(run: Run): string {
-  const v = run.verification as { correct?: unknown; score?: unknown; method?: unknown };
-  if (typeof v.correct !== "boolean") return "not verified";
-  const score = typeof v.score === "number" ? ` (score ${Number(v.score.toFixed(3))})` : "";
-  return `${v.correct ? "✓ correct" : "✗ wrong"}${score}`;
-}
-
-/** Marks the lower of two numbers, the better one for cost, tokens and time. */
-function Lower({ mine, theirs, word }: { mine: number; theirs: number; word: string }) {
-  if (!(mine < theirs)) return null;
-  return <span className="compare-better">{word}</span>;
-}
-
-function Summary({ a, b }: { a: Run; b: Run }) {
-  const both = a.status === "succeeded" && b.status === "succeeded";
-  const rows: { name: string; a: ReactNode; b: ReactNode }[] = [
-    { name: "Task", a: <TaskCell run={a} />, b: <TaskCell run={b} /> },
-    { name: "Policy", a: a.policy, b: b.policy },
-    {
-      name: "Status",
-      a: <StatusCell run={a} />,
-      b: <StatusCell run={b} />,
-    },
-    { name: "Verification", a: verdictOf(a), b: verdictOf(b) },
-    {
-      name: "Tokens (in / out)",
-      a: (
-        <>
-          {tokens(a.tokens_in)} / {tokens(a.tokens_out)}
-          {both && <Lower mine={a.tokens_in + a.tokens_out} theirs={b.tokens_in + b.tokens_out} word="fewer" />}
-        </>
-      ),
-      b: (
-        <>
-          {tokens(b.tokens_in)} / {tokens(b.tokens_out)}
-          {both && <Lower mine={b.tokens_in + b.tokens_out} theirs={a.tokens_in + a.tokens_out} word="fewer" />}
-        </>
-      ),
-    },
-    {
-      name: "Cost",
-      a: (
-        <>
-          {usd(a.cost_usd)}
-          {both && <Lower mine={a.cost_usd} theirs={b.cost_usd} word="cheaper" />}
-        </>
-      ),
-      b: (
-        <>
-          {usd(b.cost_usd)}
-          {both && <Lower mine={b.cost_usd} theirs={a.cost_usd} word="cheaper" />}
-        </>
-      ),
-    },
-    {
-      name: "Latency",
-      a: (
-        <>
-          {seconds(a.latency_s)}
-          {both && <Lower mine={a.latency_s} theirs={b.latency_s} word="faster" />}
-        </>
-      ),
-      b: (
-        <>
-          {seconds(b.latency_s)}
-          {both && <Lower mine={b.latency_s} theirs={a.latency_s} word="faster" />}
-        </>
-      ),
-    },
-    {
-      name: "Cost preference λ",
-      a: a.cost_preference ?? "–",
-      b: b.cost_preference ?? "–",
-    },
-    { name: "Best of", a: a.best_of, b: b.best_of },
-    { name: "Owner", a: a.owner, b: b.owner },
-    { name: "Started", a: when(a.started_at ?? a.created_at), b: when(b.started_at ?? b.created_at) },
-  ];
-  return (
-    <div className="table-wrap compare-table">
-      <table>
-        <thead>
-          <tr>
-            <th scope="col">
-              <span className="sr-only">Field</span>
-            </th>
-            <th scope="col">
-              A: <Link to={`/runs/${a.id}`}>run #{a.id}</Link>
-            </th>
-            <th scope="col">
-              B: <Link to={`/runs/${b.id}`}>run #{b.id}</Link>
-            </th>
-          </tr>
-        </thead>
-        <tbody>
-          {rows.map((row) => (
-            <tr key={row.name}>
-              <th scope="row">{row.name}</th>
-              <td>{row.a}</td>
-              <td>{row.b}</td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
-    </div>
-  );
-}
-
-function TaskCell({ run }: { run: Run }) {
-  return (
-    <span title={run.task_text}>
-      #{run.task_id} <span className="muted">{run.task_text.length > 80 ? `${run.task_text.slice(0, 80)}…` : run.task_text}</span>
-    </span>
-  );
-}
-
-function StatusCell({ run }: { run: Run }) {
-  return (
-    <>
-      <span className={`status ${run.status}`}>{run.status}</span>
-      {run.end_reason && <span className="muted small"> {run.end_reason.replaceAll("_", " ")}</span>}
-    </>
-  );
-}
-
 /** Researchers: make the two runs a preference pair for the labeling queue. */
 function PairAction({ a, b }: { a: Run; b: Run }) {
   const me = useMe();
   const client = useQueryClient();
   const pair = useMutation({
     mutationFn: () =>
-      api<Pair>("/api/preferences/pairs", { method: "POST", body: { run_a_id: a.id, run_b_id: b.id, source: "human", metadata: {} } }),
-    onSuccess: () => void client.invalidateQueries({ queryKey: ["preferences"] }),
+      api<Pair>("/api/preferences/pairs", {
+        method: "POST",
+        body: { run_a_id: a.id, run_b_id: b.id, source: "human", metadata: {} },
+      }),
+    onSuccess: () => void client.invalidateQueries({ queryKey: keys.preferences.all }),
   });
   if (!atLeast(me, "researcher") || a.id === b.id || a.task_id !== b.task_id) return null;
   const ready = ENDED.has(a.status) && ENDED.has(b.status);
@@ -261,12 +143,20 @@ function Side({ label, tree, showTask }: { label: string; tree: Tree; showTask: 
       {showTask && (
         <div>
           <h3>Task #{run.task_id}</h3>
-          <pre className="compare-task">{run.task_text}</pre>
+          <Scrollable as="pre" className="compare-task" label={`Task of run ${label}`}>
+            {run.task_text}
+          </Scrollable>
         </div>
       )}
       <div>
         <h3>Answer</h3>
-        {run.final_answer ? <pre className="compare-answer">{run.final_answer}</pre> : <p className="muted">No answer yet.</p>}
+        {run.final_answer ? (
+          <Scrollable as="pre" className="compare-answer" label={`Answer of run ${label}`}>
+            {run.final_answer}
+          </Scrollable>
+        ) : (
+          <p className="muted">No answer yet.</p>
+        )}
       </div>
       <div>
         <h3>Verification</h3>
@@ -276,7 +166,7 @@ function Side({ label, tree, showTask }: { label: string; tree: Tree; showTask: 
             {extra.map(([key, value]) => (
               <div key={key}>
                 <dt>{key.replaceAll("_", " ")}</dt>
-                <dd>{typeof value === "object" ? JSON.stringify(value) : String(value)}</dd>
+                <dd>{plain(value)}</dd>
               </div>
             ))}
           </dl>

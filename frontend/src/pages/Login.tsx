@@ -3,6 +3,7 @@ import { useState, type FormEvent } from "react";
 import { Navigate, useNavigate, useSearchParams } from "react-router";
 
 import { api, ensureCsrf } from "../api/client";
+import { keys } from "../api/queryKeys";
 import type { Me } from "../api/types";
 import { useMeQuery } from "../auth";
 import { ErrorText } from "../components/States";
@@ -33,8 +34,8 @@ export function LoginPage() {
       await ensureCsrf(true);
       const user = await api<Me>("/api/auth/login", { method: "POST", body: { username, password } });
       await ensureCsrf(true); // login rotates the token
-      client.setQueryData(["me"], user);
-      navigate(next, { replace: true });
+      client.setQueryData(keys.me, user);
+      void navigate(next, { replace: true });
     } catch (caught) {
       setError(caught);
     } finally {
@@ -45,10 +46,10 @@ export function LoginPage() {
   return (
     <div className="login">
       <h1>Sign in</h1>
-      <form onSubmit={submit} className="stack">
+      <form onSubmit={(event) => void submit(event)} className="stack">
         <label>
           Username
-          <input autoFocus autoComplete="username" value={username} onChange={(e) => setUsername(e.target.value)} required />
+          <input autoComplete="username" value={username} onChange={(e) => setUsername(e.target.value)} required />
         </label>
         <label>
           Password

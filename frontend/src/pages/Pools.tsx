@@ -2,9 +2,11 @@ import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState } from "react";
 import { useSearchParams } from "react-router";
 
-import { api, query, type Page } from "../api/client";
+import { api, fetchAll } from "../api/client";
+import { keys } from "../api/queryKeys";
 import type { Admissibility, Endpoint, Pool, Primitive } from "../api/types";
 import { atLeast, useMe } from "../auth";
+import { Scrollable } from "../components/Scrollable";
 import { Empty, ErrorText, Loading } from "../components/States";
 import "./Pools.css";
 
@@ -15,10 +17,13 @@ function price(perMillion: number | null | undefined): string {
 export default function PoolsPage() {
   const me = useMe();
   const [params, setParams] = useSearchParams();
-  const pools = useQuery({ queryKey: ["pools", "all"], queryFn: () => api<Page<Pool>>("/api/pools?limit=200") });
+  const pools = useQuery({
+    queryKey: keys.pools.list,
+    queryFn: ({ signal }) => fetchAll<Pool>("/api/pools", {}, signal),
+  });
   if (pools.isPending) return <Loading what="Loading pools" />;
   if (pools.isError) return <ErrorText error={pools.error} />;
-  const list = pools.data.items;
+  const list = pools.data;
   const chosen = list.find((pool) => String(pool.id) === params.get("pool")) ?? list[0];
   return (
     <div className="pools-page stack">
@@ -57,102 +62,149 @@ export default function PoolsPage() {
   );
 }
 
+interface Cell {
+  endpoint: Endpoint;
+  primitive: Primitive;
+  row?: Admissibility;
+}
+
 function PoolGrid({ pool, canEdit }: { pool: Pool; canEdit: boolean }) {
   const client = useQueryClient();
   const [error, setError] = useState<unknown>(null);
   const endpoints = useQuery({
-    queryKey: ["endpoints", pool.id],
-    queryFn: () => api<Page<Endpoint>>(`/api/pools/${pool.id}/endpoints?limit=200`),
+    queryKey: keys.pools.endpoints(pool.id),
+    queryFn: ({ signal }) => fetchAll<Endpoint>(`/api/pools/${pool.id}/endpoints`, {}, signal),
   });
-  const primitives = useQuery({ queryKey: ["primitives"], queryFn: () => api<Page<Primitive>>("/api/primitives?limit=200") });
+  const primitives = useQuery({
+    queryKey: keys.primitives,
+    queryFn: ({ signal }) => fetchAll<Primitive>("/api/primitives", {}, signal),
+  });
   const admissible = useQuery({
-    queryKey: ["admissibility", pool.id],
-    queryFn: () => api<Page<Admissibility>>(`/api/admissibility${query({ pool_id: pool.id, limit: 200 })}`),
+    queryKey: keys.pools.admissibility(pool.id),
+    queryFn: ({ signal }) => fetchAll<Admissibility>("/api/admissibility", { pool_id: pool.id }, signal),
   });
   const toggle = useMutation({
-    mutationFn: async ({ endpoint, primitive, row }: { endpoint: Endpoint; primitive: Primitive; row?: Admissibility }) => {
+    mutationFn: async ({ endpoint, primitive, row }: Cell) => {
       if (row) return api(`/api/admissibility/${row.id}`, { method: "PATCH", body: { allowed: !row.allowed } });
-      return api("/api/admissibility", { method: "POST", body: { endpoint_id: endpoint.id, primitive_id: primitive.id } });
+      return api("/api/admissibility", {
+        method: "POST",
+        body: { endpoint_id: endpoint.id, primitive_id: primitive.id },
+      });
     },
     onMutate: () => setError(null),
     onError: setError,
-    onSettled: () => client.invalidateQueries({ queryKey: ["admissibility", pool.id] }),
+    onSettled: () => client.invalidateQueries({ queryKey: keys.pools.admissibility(pool.id) }),
   });
 
   if (endpoints.isPending || primitives.isPending || admissible.isPending) return <Loading what="Loading the pool" />;
   const failed = endpoints.error ?? primitives.error ?? admissible.error;
   if (failed) return <ErrorText error={failed} />;
-  const rows = new Map(admissible.data!.items.map((row) => [`${row.endpoint_id}/${row.primitive_id}`, row]));
-  const allowedCount = admissible.data!.items.filter((row) => row.allowed).length;
+  const rows = admissible.data ?? [];
+  const allowedCount = rows.filter((row) => row.allowed).length;
 
   return (
     <section className="stack">
       {pool.description && <p className="muted">{pool.description}</p>}
       <p className="small muted">
-        {endpoints.data!.count} endpoints · {allowedCount} admissible (model, primitive) pairs
-        {admissible.data!.count > 200 && " · the grid shows the first 200 admissibility rows"}
+        {endpoints.data?.length ?? 0} endpoints · {allowedCount} admissible (model, primitive) pairs
         {canEdit ? " · click a cell to allow or forbid a pair" : ""}
       </p>
       <ErrorText error={error} />
-      {endpoints.data!.items.length === 0 ? (
+      {endpoints.data?.length === 0 ? (
         <Empty title="This pool has no endpoints">
           <p>An admin adds endpoints (any litellm model string, with its prices) in the Django admin or the API.</p>
         </Empty>
       ) : (
-        <div className="table-wrap">
-          <table className="grid" data-testid="admissibility-grid">
-            <thead>
-              <tr>
-                <th>Endpoint</th>
-                <th className="num">$ / M in</th>
-                <th className="num">$ / M out</th>
-                <th>Key</th>
-                {primitives.data!.items.map((primitive) => (
-                  <th key={primitive.id} className="prim" title={primitive.description}>
-                    {primitive.name}
-                  </th>
-                ))}
-              </tr>
-            </thead>
-            <tbody>
-              {endpoints.data!.items.map((endpoint) => (
-                <tr key={endpoint.id} className={endpoint.enabled ? "" : "disabled"}>
-                  <th scope="row">
-                    <div>{endpoint.name}</div>
-                    <div className="mono small muted">{endpoint.model}</div>
-                    {!endpoint.enabled && <span className="badge">disabled</span>}
-                  </th>
-                  <td className="num">{price(endpoint.input_cost_per_mtok)}</td>
-                  <td className="num">{price(endpoint.output_cost_per_mtok)}</td>
-                  <td>{endpoint.has_api_key ? <span className="badge">stored</span> : <span className="muted">none</span>}</td>
-                  {primitives.data!.items.map((primitive) => {
-                    const row = rows.get(`${endpoint.id}/${primitive.id}`);
-                    const allowed = row?.allowed ?? false;
-                    const label = `${endpoint.name} with ${primitive.name}: ${allowed ? "admissible" : "not admissible"}`;
-                    return (
-                      <td key={primitive.id} className="cell">
-                        <button
-                          type="button"
-                          className={allowed ? "cellbtn on" : "cellbtn"}
-                          aria-pressed={allowed}
-                          aria-label={label}
-                          title={label}
-                          disabled={!canEdit || toggle.isPending}
-                          onClick={() => toggle.mutate({ endpoint, primitive, row })}
-                        >
-                          {allowed ? "✓" : "·"}
-                        </button>
-                      </td>
-                    );
-                  })}
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+        <Grid
+          endpoints={endpoints.data ?? []}
+          primitives={primitives.data ?? []}
+          rows={rows}
+          canEdit={canEdit}
+          busy={toggle.isPending}
+          onToggle={(cell) => toggle.mutate(cell)}
+        />
       )}
-      {endpoints.data!.count > 200 && <p className="muted small">Showing the first 200 endpoints.</p>}
       <p className="small muted">API keys are write-only: the studio never shows them, only whether one is stored.</p>
     </section>
+  );
+}
+
+interface GridProps {
+  endpoints: Endpoint[];
+  primitives: Primitive[];
+  rows: Admissibility[];
+  /** Admins toggle a cell; everyone else reads it. */
+  canEdit: boolean;
+  busy: boolean;
+  onToggle: (cell: Cell) => void;
+}
+
+/** The admissibility grid: an endpoint per row, a primitive per column. */
+function Grid({ endpoints, primitives, rows, canEdit, busy, onToggle }: GridProps) {
+  const byPair = new Map(rows.map((row) => [`${row.endpoint_id}/${row.primitive_id}`, row]));
+  return (
+    <Scrollable className="table-wrap" label="Admissibility grid">
+      <table className="grid" data-testid="admissibility-grid">
+        <thead>
+          <tr>
+            <th scope="col">Endpoint</th>
+            <th scope="col" className="num">
+              $ / M in
+            </th>
+            <th scope="col" className="num">
+              $ / M out
+            </th>
+            <th scope="col">Key</th>
+            {primitives.map((primitive) => (
+              <th key={primitive.id} scope="col" className="prim" title={primitive.description}>
+                {primitive.name}
+              </th>
+            ))}
+          </tr>
+        </thead>
+        <tbody>
+          {endpoints.map((endpoint) => (
+            <tr key={endpoint.id} className={endpoint.enabled ? "" : "disabled"}>
+              <th scope="row">
+                <div>{endpoint.name}</div>
+                <div className="mono small muted">{endpoint.model}</div>
+                {!endpoint.enabled && <span className="badge">disabled</span>}
+              </th>
+              <td className="num">{price(endpoint.input_cost_per_mtok)}</td>
+              <td className="num">{price(endpoint.output_cost_per_mtok)}</td>
+              <td>
+                {endpoint.has_api_key ? <span className="badge">stored</span> : <span className="muted">none</span>}
+              </td>
+              {primitives.map((primitive) => {
+                const row = byPair.get(`${endpoint.id}/${primitive.id}`);
+                const allowed = row?.allowed ?? false;
+                const label = `${endpoint.name} with ${primitive.name}: ${allowed ? "admissible" : "not admissible"}`;
+                return (
+                  <td key={primitive.id} className="cell">
+                    {canEdit ? (
+                      <button
+                        type="button"
+                        className={allowed ? "cellbtn on" : "cellbtn"}
+                        aria-pressed={allowed}
+                        aria-label={label}
+                        title={label}
+                        disabled={busy}
+                        onClick={() => onToggle({ endpoint, primitive, row })}
+                      >
+                        {allowed ? "✓" : "·"}
+                      </button>
+                    ) : (
+                      <span className={allowed ? "cellbtn on" : "cellbtn"} role="img" aria-label={label} title={label}>
+                        {allowed ? "✓" : "·"}
+                      </span>
+                    )}
+                  </td>
+                );
+              })}
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </Scrollable>
   );
 }
