@@ -73,6 +73,9 @@ def read_services_file() -> dict[str, str]:
     return pairs
 
 
+CHANNEL_READ_TIMEOUT_S = 30
+
+
 def redis_settings(redis_url: str) -> dict[str, Any]:
     """Derive the Celery, channel-layer and cache settings from one REDIS_URL.
 
@@ -94,7 +97,13 @@ def redis_settings(redis_url: str) -> dict[str, Any]:
         "CHANNEL_LAYERS": {
             "default": {
                 "BACKEND": "channels_redis.core.RedisChannelLayer",
-                "CONFIG": {"hosts": [{"address": redis_url}], "prefix": "orchestra"},
+                # A consumer waits on BZPOPMIN for 5 s at a time (channels_redis's brpop_timeout) and
+                # redis-py 8 reads with a 5 s socket timeout by default: an event loop a moment late
+                # then timed the empty reply out and the WebSocket closed. Read for longer than Redis blocks.
+                "CONFIG": {
+                    "hosts": [{"address": redis_url, "socket_timeout": CHANNEL_READ_TIMEOUT_S}],
+                    "prefix": "orchestra",
+                },
             }
         },
         "CACHES": {

@@ -29,9 +29,9 @@ QUEUED_S = 3 * POLL_S
 
 
 def seeded_vectors(texts: list[str], **_: Any) -> np.ndarray:
-    """Stand-in vectors: the worker runs in this process, beside the live server, and MiniLM
-    embedding a cold cache held the GIL long enough for the server's channel-layer read to time
-    out (its socket then closed). What this test watches is the stream, not the embedding."""
+    """Stand-in vectors: what this test watches is the stream, not the embedding, and a cold
+    cache would make MiniLM embed 601 prompts in this process first. (The failures once blamed on
+    that embedding were the channel layer's read timeout: tests/integration/test_channel_layer.py.)"""
     vectors = np.stack([np.random.default_rng(zlib.crc32(t.encode())).normal(size=384) for t in texts])
     return (vectors / np.linalg.norm(vectors, axis=1, keepdims=True)).astype(np.float32)
 

@@ -9,7 +9,7 @@ from studio.settings.env import env_bool, redis_settings
 def test_tcp_redis_url_is_used_as_is() -> None:
     derived = redis_settings("redis://127.0.0.1:6379/2")
     assert derived["CELERY_BROKER_URL"] == "redis://127.0.0.1:6379/2"
-    assert derived["CHANNEL_LAYERS"]["default"]["CONFIG"]["hosts"] == [{"address": "redis://127.0.0.1:6379/2"}]
+    assert derived["CHANNEL_LAYERS"]["default"]["CONFIG"]["hosts"][0]["address"] == "redis://127.0.0.1:6379/2"
 
 
 def test_unix_socket_becomes_celerys_spelling() -> None:
