@@ -12,7 +12,8 @@ import asyncio
 import time
 
 import pytest
-from channels.layers import get_channel_layer
+from channels import DEFAULT_CHANNEL_LAYER
+from channels.layers import channel_layers
 
 pytestmark = pytest.mark.integration
 
@@ -21,7 +22,9 @@ BLOCK_S = 5  # channels_redis's brpop_timeout
 
 def test_a_consumer_outlives_an_event_loop_that_is_late_for_an_empty_wait() -> None:
     async def scenario() -> dict[str, str]:
-        layer = get_channel_layer()
+        # A layer of its own: the shared one keeps pools bound to the loops of earlier
+        # tests, which closing from this loop would trip over.
+        layer = channel_layers.make_backend(DEFAULT_CHANNEL_LAYER)
         channel = await layer.new_channel()
         loop = asyncio.get_running_loop()
         # Hold the loop across the moment Redis answers the first empty wait.
@@ -30,6 +33,6 @@ def test_a_consumer_outlives_an_event_loop_that_is_late_for_an_empty_wait() -> N
         try:
             return await asyncio.wait_for(layer.receive(channel), timeout=BLOCK_S + 10)
         finally:
-            await layer.flush()
+            await layer.close_pools()
 
     assert asyncio.run(scenario()) == {"type": "hello"}
