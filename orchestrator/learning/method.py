@@ -39,6 +39,8 @@ DEFAULT_KNOBS = (
     *(0.1, 0.11, 0.12, 0.135, 0.15, 0.175, 0.2, 0.25, 0.3, 0.35, 0.42, 0.5, 0.6, 0.7, 0.85, 1.0, 1.4, 2.0, 3.0, 5.0),
 )
 
+ENGINES = ("core", "vectorized")
+
 # λ values at which the frontier also has an agreement-cascade point (`learning.cascade`).
 CASCADE_KNOBS = (0.01, 0.02, 0.035, 0.05, 0.08, 0.12, 0.2, 0.35, 0.5)
 
@@ -79,7 +81,11 @@ class LearnedMethod:
         embedder: Embedder | None = None,
         extra_trajectories: list[dict[str, Any]] | None = None,
         checkpoint: Path | None = None,
+        engine: str = "core",
     ) -> None:
+        if engine not in ENGINES:
+            raise ValueError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINES)}")
+        self.engine = engine  # core: each item a run of the orchestration core; vectorized: batched episodes
         self.config = LearnedConfig.from_mapping(config)
         self.checkpoint = checkpoint  # fit loads it (network and calibration) instead of training
         self.knobs = self.config.knobs + tuple(CASCADE_OFFSET + k for k in self.config.cascade_knobs)
@@ -145,10 +151,34 @@ class LearnedMethod:
         if self.net is None or self.context is None:
             raise RuntimeError("fit the method before routing")
         lam = float(knob if knob is not None else self.config.knobs[len(self.config.knobs) // 2])
-        batch = encode(test, self._embed(test), self.context, with_outcomes=False)
         if lam >= CASCADE_OFFSET:
+            batch = encode(test, self._embed(test), self.context, with_outcomes=False)
             return self._route_cascade(batch, test, lam - CASCADE_OFFSET)
-        return route_batch(self.net, batch, test, lam, max_steps=self.config.sft.max_steps)
+        if self.engine == "vectorized":
+            batch = encode(test, self._embed(test), self.context, with_outcomes=False)
+            return route_batch(self.net, batch, test, lam, max_steps=self.config.sft.max_steps)
+        return self._route_core(test, lam)
+
+    def _route_core(self, test: OutcomeTable, lam: float) -> Routes:
+        """Each item as a run of the orchestration core (`core.offline`), decided by the runtime
+        learned policy on this network and calibration: the decisions a live run makes."""
+        from orchestrator.core.offline import route_table, table_pairs
+        from orchestrator.policies.learned import LearnedPolicy, LearnedPolicyConfig, LoadedPolicy
+
+        assert self.net is not None and self.context is not None
+        columns = {(info.model, info.primitive): j for j, info in enumerate(self.context.infos)}
+        loaded = LoadedPolicy(
+            net=self.net.eval(), context=self.context, columns=columns, max_steps=self.config.sft.max_steps
+        )
+        vectors = dict(zip(test.prompts, self._embed(test), strict=True))
+        policy = LearnedPolicy(
+            LearnedPolicyConfig(checkpoint="<in memory>", cost_preference=lam),
+            embedder=lambda texts: np.stack([vectors[text] for text in texts]),
+            loaded=loaded,
+        )
+        with torch.no_grad():
+            routes, _ = route_table(test, policy, lam=lam, pairs=table_pairs(test, self._prices()))
+        return routes
 
     def _route_cascade(self, batch: EpisodeBatch, test: OutcomeTable, lam: float) -> Routes:
         """The agreement cascade at λ, on in the benchmarks where it paid on the training items."""

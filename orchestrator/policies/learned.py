@@ -149,11 +149,14 @@ class LearnedPolicy(DefaultPolicy):
     name = "learned"
     reviews_answers = True  # accept an answer, or ask for a second opinion, as its episodes do
 
-    def __init__(self, config: LearnedPolicyConfig, *, embedder: Embedder | None = None) -> None:
+    def __init__(
+        self, config: LearnedPolicyConfig, *, embedder: Embedder | None = None, loaded: LoadedPolicy | None = None
+    ) -> None:
         super().__init__(DefaultConfig(retries=config.retries, reward_model=config.reward_model), embedder=embedder)
         self.learned = config
-        # Made anew at every step of a run: the checkpoint is loaded once per version of its file.
-        self.loaded = load_once("learned_policy", config.checkpoint, load_policy)
+        # Made anew at every step of a run: the checkpoint is loaded once per version of its file
+        # (or handed over loaded, by the evaluation, which holds the network it just trained).
+        self.loaded = loaded or load_once("learned_policy", config.checkpoint, load_policy)
         self.net = self.loaded.net
         self.embedder = embedder
 

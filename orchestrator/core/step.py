@@ -1,0 +1,192 @@
+"""One step of a run's state machine, with no I/O: the functional core of the engine.
+
+`step(state, policy, pairs, now)` folds finished attempts into node states, makes nodes
+ready whose dependencies are done, checks the budget, then asks the policy for actions
+until it waits or the run ends. Each action is checked (a violation is counted, recorded
+and never carried out) and applied. What changed is on `state.changes`: new nodes and
+attempts, changed nodes, the events in order, the run's changed fields.
+
+Two shells drive it: the live one (`studio.services.engine`, the run's rows under their
+lock, attempts executed by Celery workers) and the offline one (`orchestrator.core.offline`,
+attempts answered from a recorded outcome table), so the evaluation's decisions are a run's.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime
+from decimal import Decimal
+from typing import Any
+
+from orchestrator.checking import has_checker
+from orchestrator.core.actions import apply
+from orchestrator.core.observe import observe
+from orchestrator.core.state import DONE_BADLY, NodeState, RunState
+from orchestrator.core.tree import TEXT_IN_EVENTS, absorb, node_created, propagate
+from orchestrator.policies import Policy
+from orchestrator.protocol import Finish, Pair, Plan, ProtocolViolation, Repair, Solve, Wait, check_action
+
+log = logging.getLogger(__name__)
+
+MAX_ACTIONS_PER_STEP = 200
+MAX_VIOLATIONS_PER_STEP = 3
+END_REASON_MAX = 300  # characters of a run's end reason (the column's size)
+
+
+def start(state: RunState, now: datetime, *, root_metadata: dict[str, Any]) -> None:
+    """A pending run starts: its root node, ready, and a wake-up at its deadline."""
+    state.status, state.started_at = "running", now
+    state.changes.run_fields.update({"status", "started_at"})
+    state.emit("run.started", policy=state.spec.policy, pool=state.spec.pool)
+    root = NodeState(key="root", kind="root", text=state.spec.task_text, status="ready", metadata=root_metadata)
+    state.nodes.append(root)
+    state.changes.new_nodes.append(root)
+    node_created(state, root)
+    if state.spec.deadline_s:
+        # A step just past the deadline ends the run even if no attempt ever comes back.
+        state.changes.wake_after_s = state.spec.deadline_s + 1
+
+
+def step(state: RunState, policy: Policy, pairs: tuple[Pair, ...], now: datetime) -> None:
+    """Fold in what finished, then let the policy act until it waits or the run ends."""
+    absorb(state, reviews=policy.reviews_answers)
+    propagate(state)
+    reason = budget_exceeded(state, now)
+    if reason is not None:
+        end(state, "failed", reason, now)
+    else:
+        decide(state, policy, pairs, now)
+
+
+def budget_exceeded(state: RunState, now: datetime) -> str | None:
+    spec = state.spec
+    if spec.max_cost_usd is not None and state.cost_usd >= spec.max_cost_usd:
+        return f"budget: cost ${state.cost_usd:.6f} reached the limit ${spec.max_cost_usd:.6f}"
+    if spec.deadline_s is not None and state.started_at is not None:
+        elapsed = (now - state.started_at).total_seconds()
+        if elapsed > spec.deadline_s:
+            return f"budget: deadline of {spec.deadline_s:g} s passed ({elapsed:.1f} s)"
+    return None
+
+
+def budget_admits(state: RunState) -> bool:
+    """Whether the cost budget has room for one more attempt now (the step has checked that
+    it is not spent). With nothing in flight, yes. Else only while the attempts in flight and
+    this one, each at the dearest finished attempt's cost, fit in what is left; with no such
+    cost yet, not at all. So a run ends at most one attempt past its budget (the one sent with
+    nothing else in flight), unless an attempt costs more than every one before it."""
+    limit = state.spec.max_cost_usd
+    if limit is None:
+        return True
+    in_flight = sum(1 for attempt in state.attempts() if attempt.in_flight)
+    if in_flight == 0:
+        return True
+    dearest = max((a.cost_usd for a in state.attempts() if not a.in_flight), default=Decimal(0))
+    return dearest > 0 and state.cost_usd + (in_flight + 1) * dearest <= limit
+
+
+def decide(state: RunState, policy: Policy, pairs: tuple[Pair, ...], now: datetime) -> None:
+    violations = 0
+    for _ in range(MAX_ACTIONS_PER_STEP):
+        observation = observe(state, pairs, now)
+        try:
+            action = check_action(policy.act(observation), observation)
+        except ProtocolViolation as error:
+            violation(state, "policy action", error)
+            violations += 1
+            if violations >= MAX_VIOLATIONS_PER_STEP:
+                break
+            continue
+        except Exception as error:  # a broken policy must not wedge the run
+            log.exception("the policy %s failed", state.spec.policy)
+            end(state, "failed", f"the policy {state.spec.policy!r} failed: {type(error).__name__}: {error}", now)
+            return
+        if isinstance(action, Wait):
+            break
+        if isinstance(action, Finish):
+            end(state, "succeeded", "finished", now, answer=action.answer)
+            return
+        if isinstance(action, Solve | Repair | Plan) and not budget_admits(state):
+            break  # the next attempt waits for those in flight: the budget may not cover them all
+        reason = apply(state, action)
+        if reason is not None:
+            end(state, "failed", reason, now)
+            return
+        propagate(state)  # an aggregate just composed may complete its parent
+    if not state.in_flight:
+        root = state.root
+        assert root is not None
+        if root.status == "succeeded":
+            end(state, "succeeded", "finished", now, answer=root.answer)
+        elif root.status in DONE_BADLY:
+            end(state, "failed", f"the task failed: {root.output or root.status}", now)
+        else:
+            end(state, "failed", "no progress: the policy chose nothing and no attempt is in flight", now)
+
+
+def violation(state: RunState, action: object, error: Exception) -> None:
+    count = int(state.verification.get("protocol_violations", 0)) + 1
+    state.verification = {**state.verification, "protocol_violations": count}
+    state.changes.run_fields.add("verification")
+    state.emit("protocol.violation", action=repr(action)[:500], reason=str(error)[:500], count=count)
+
+
+def end(state: RunState, status: str, reason: str, now: datetime, answer: str | None = None) -> None:
+    """The run ends: attempts still queued are cancelled (never sent), the answer verified."""
+    cancelled = 0
+    for attempt in state.attempts():
+        if attempt.status == "queued":
+            attempt.status, attempt.error_kind, attempt.error_message = "cancelled", "cancelled", reason
+            attempt.finished_at = now
+            cancelled += 1
+            if attempt.id is not None:
+                state.changes.cancelled.append(attempt)
+    state.status = status
+    # A reason quotes a provider's error, which may be long: cut it to fit, or the step fails
+    # on every try and the run never ends.
+    state.end_reason = fit(reason, END_REASON_MAX)
+    state.final_answer = answer if answer is not None else partial_answer(state)
+    if status == "succeeded":
+        state.verification = {**state.verification, **verify(state, state.final_answer)}
+        state.changes.verify_answer = bool(state.verification.get("pending"))
+    state.finished_at = now
+    state.changes.run_fields.update({"status", "end_reason", "final_answer", "verification", "finished_at"})
+    state.emit(
+        "run.finished", status=status, reason=reason, answer=state.final_answer[:TEXT_IN_EVENTS],
+        verification=state.verification, cancelled_attempts=cancelled, tokens_in=state.tokens_in,
+        tokens_out=state.tokens_out, cost_usd=float(state.cost_usd), latency_s=state.latency_s,
+    )  # fmt: skip
+
+
+def fit(text: str, max_length: int) -> str:
+    return text if len(text) <= max_length else text[: max_length - 1] + "…"
+
+
+def partial_answer(state: RunState) -> str:
+    root = state.root
+    if root is not None and root.answer:
+        return root.answer
+    done = [n for n in state.nodes if n.kind == "subtask" and n.status == "succeeded"]
+    return "\n".join(f"{n.key}: {n.answer}" for n in done)
+
+
+def verify(state: RunState, answer: str) -> dict[str, Any]:
+    """How right the answer is: the composite rule, a recorded score, or the benchmark's checker."""
+    spec = state.spec
+    items = [n for n in state.nodes if n.metadata.get("item_id") and n.kind == "subtask"]
+    if spec.task_metadata.get("items") and items:
+        scores = [n.verification.get("recorded_score") for n in items]
+        known = [float(s) for s in scores if s is not None]
+        score = sum(known) / len(items)
+        correct = len(known) == len(items) and all(s >= 1.0 for s in known)
+        return {"method": "composite", "score": score, "correct": correct, "items": len(items)}
+    root = state.root
+    recorded = root.verification.get("recorded_score") if root is not None else None
+    if recorded is not None:
+        return {"method": "recorded_score", "score": recorded, "correct": recorded >= 1.0}
+    checker = spec.checker or spec.benchmark
+    if spec.has_gold_answer and has_checker(checker):
+        # A worker checks it (studio.services.verification): a checker may run code in the
+        # sandbox, which has no place under the run's row lock.
+        return {"method": "checker", "checker": checker, "pending": True}
+    return {}

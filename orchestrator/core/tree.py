@@ -1,0 +1,107 @@
+"""Folding finished attempts into nodes, and the DAG's own moves: dependents made ready or
+skipped, decomposed nodes closed by their aggregate."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from orchestrator.core.state import DONE_BADLY, AttemptState, NodeState, RunState
+from orchestrator.protocol import NodeStatus
+
+MAX_ATTEMPTS_PER_NODE = 4
+TEXT_IN_EVENTS = 2000
+
+
+def set_status(state: RunState, node: NodeState, status: NodeStatus, **payload: Any) -> None:
+    node.status = status
+    state.touch(node)
+    state.emit(f"node.{status}", key=node.key, **payload)
+
+
+def node_created(state: RunState, node: NodeState) -> None:
+    state.emit(
+        "node.created", key=node.key, kind=node.kind, text=node.text[:TEXT_IN_EVENTS], depth=node.depth,
+        parent=node.parent, depends_on=list(node.depends_on), status=node.status,
+        item_id=node.metadata.get("item_id"),
+    )  # fmt: skip
+
+
+def absorb(state: RunState, *, reviews: bool) -> None:
+    """Fold finished attempts into their nodes. With a policy that `reviews` answers, an
+    answer leaves its node `answered` (the policy accepts one, or asks for a second
+    opinion); else the node succeeds with it."""
+    for node in state.nodes:
+        if node.status != "running" or not node.attempts or node.in_flight or state.children(node):
+            continue  # a decomposed node waits on its children, not on its (planning) attempt
+        last = node.attempts[-1]
+        if last.primitive == "plan":
+            _absorb_plan(state, node, last)
+        elif last.status == "ok" and reviews:
+            node.answer = last.envelope.get("answer") or ""  # provisional, until one is accepted
+            set_status(state, node, "answered", answer=node.answer[:TEXT_IN_EVENTS], attempt=last.number)
+        elif last.status == "ok":
+            accept(state, node, last)
+        elif last.status != "cancelled":
+            _absorb_failure(state, node, last, reviews=reviews)
+
+
+def accept(state: RunState, node: NodeState, attempt: AttemptState, **payload: Any) -> None:
+    """The node succeeds with `attempt`'s answer."""
+    envelope = attempt.envelope
+    node.answer, node.output = envelope.get("answer") or "", envelope.get("output") or ""
+    recorded = (envelope.get("artifacts") or {}).get("recorded_score")
+    node.verification = {"recorded_score": recorded} if recorded is not None else {}
+    node.accepted = attempt.number
+    set_status(state, node, "succeeded", answer=node.answer[:TEXT_IN_EVENTS], attempt=attempt.number, **payload)
+
+
+def _absorb_plan(state: RunState, node: NodeState, attempt: AttemptState) -> None:
+    if attempt.status == "ok":
+        node.plan = (attempt.envelope.get("artifacts") or {}).get("plan")
+        set_status(state, node, "ready", planned=len(node.plan or []))
+    else:
+        node.metadata = {**node.metadata, "plan_failed": True}
+        set_status(state, node, "ready", plan_failed=attempt.error_message or attempt.error_kind)
+
+
+def _absorb_failure(state: RunState, node: NodeState, attempt: AttemptState, *, reviews: bool) -> None:
+    tries = sum(1 for a in node.attempts if a.primitive != "plan")
+    reason = f"{attempt.error_kind or attempt.status}: {attempt.error_message}".strip(": ")
+    if reviews and any(a.status == "ok" for a in node.attempts):
+        # A second opinion failed; the answers in hand stay for the policy to accept.
+        set_status(state, node, "answered", after_failure=reason[:TEXT_IN_EVENTS], attempts=tries)
+    elif tries >= MAX_ATTEMPTS_PER_NODE:
+        node.output = f"Gave up after {tries} attempts; the last: {reason}"
+        set_status(state, node, "failed", reason=node.output[:TEXT_IN_EVENTS])
+    else:
+        set_status(state, node, "ready", after_failure=reason[:TEXT_IN_EVENTS], attempts=tries)
+
+
+def propagate(state: RunState) -> None:
+    """Make dependents ready (or skip them), and close decomposed nodes; until nothing changes."""
+    changed = True
+    while changed:
+        changed = False
+        by_key = {node.key: node for node in state.nodes}
+        for node in state.nodes:
+            if node.status == "pending":
+                deps = [by_key[key] for key in node.depends_on]
+                bad = next((d for d in deps if d.status in DONE_BADLY), None)
+                if bad is not None:
+                    set_status(state, node, "skipped", reason=f"dependency {bad.key} {bad.status}")
+                    changed = True
+                elif all(d.status == "succeeded" for d in deps):
+                    set_status(state, node, "ready")
+                    changed = True
+            elif node.status == "running" and not node.in_flight:
+                aggregate = next((c for c in state.children(node) if c.kind == "aggregate"), None)
+                if aggregate is None:
+                    continue
+                if aggregate.status == "succeeded":
+                    node.answer, node.verification = aggregate.answer, aggregate.verification
+                    set_status(state, node, "succeeded", answer=node.answer[:TEXT_IN_EVENTS])
+                    changed = True
+                elif aggregate.status in DONE_BADLY:
+                    node.output = f"subtasks did not complete (aggregate {aggregate.status})"
+                    set_status(state, node, "failed", reason=node.output)
+                    changed = True

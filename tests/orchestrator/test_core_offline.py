@@ -1,0 +1,72 @@
+"""The orchestration core run offline: its decisions are the vectorized evaluation's.
+
+The learned method's training and its fast evaluation play episodes as batched tensors
+(`learning.episode.rollout`); a live run plays them through the core, one node state at a
+time. Here the same items go both ways, with the same checkpoint and λ, the core's attempts
+answered from the recordings (`core.offline`): the pairs called, in order, and the answer
+accepted must be the same.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from orchestrator.core.offline import route_table, table_executor, table_pairs
+from orchestrator.core.state import AttemptState
+from orchestrator.learning.context_io import context_from_payload, context_payload
+from orchestrator.learning.dataset import encode, make_context
+from orchestrator.learning.method import route_batch
+from orchestrator.learning.model import PolicyConfig, PolicyNet, load_checkpoint, save_checkpoint
+from orchestrator.policies import make_policy
+from tests.orchestrator.synthetic_outcomes import lookup_embedder, synthetic_table
+
+
+def _untrained_checkpoint(path: Path) -> None:
+    """A seeded, untrained network with the training items' calibration: its episodes call one
+    to three pairs (a trained tiny one stops after the first), so second opinions are covered."""
+    train, train_emb = synthetic_table(n=160, seed=0)
+    torch.manual_seed(0)
+    net = PolicyNet(PolicyConfig(hidden=32)).eval()
+    extra = {"context": context_payload(make_context(train, train_emb)), "train": {"sft": {"max_steps": 3}}}
+    save_checkpoint(path, net, extra=extra)
+
+
+def test_the_core_decides_as_the_vectorized_episodes(tmp_path: Path) -> None:
+    path = tmp_path / "untrained.pt"
+    _untrained_checkpoint(path)
+    table, emb = synthetic_table(n=40, seed=1)
+    net, payload = load_checkpoint(path)
+    batch = encode(table, emb, context_from_payload(payload["context"]), with_outcomes=False)
+    policy = make_policy("learned", {"checkpoint": str(path), "embedder": lookup_embedder(table, emb)})
+    lengths = set()
+    for lam in (0.0, 0.05, 1.0):
+        vectorized = route_batch(net, batch, table, lam, max_steps=3)
+        core, states = route_table(table, policy, lam=lam)
+        assert core.executed == vectorized.executed, lam
+        assert core.final == vectorized.final, lam
+        for i, state in enumerate(states):
+            assert state.status == "succeeded" and state.verification["method"] == "recorded_score"
+            assert state.verification["score"] == table.score[i, core.final[i]]
+            assert state.cost_usd > 0 and state.verification.get("protocol_violations") is None
+        lengths |= {len(calls) for calls in core.executed}
+    assert lengths == {2, 3}  # second and third opinions, not only first answers
+
+
+def test_a_pair_without_a_recording_fails_as_replay_does() -> None:
+    table, _ = synthetic_table(n=2, seed=3)
+    table.score[0, 1] = np.nan
+    executor = table_executor(table)
+    pairs = table_pairs(table)
+    missing = AttemptState(
+        number=1, endpoint_id=pairs[1].ref.endpoint_id, primitive="direct", request={"item_id": "t.0"}
+    )
+    executor.execute(missing)
+    assert missing.status == "error" and missing.error_kind == "no_recording"
+    assert "llama-2-70b-chat/direct" in missing.error_message and missing.cost_usd == 0
+    found = AttemptState(number=1, endpoint_id=pairs[0].ref.endpoint_id, primitive="direct", request={"item_id": "t.0"})
+    executor.execute(found)
+    assert found.status == "ok" and found.envelope["output"] == table.responses[0][0]
+    assert found.envelope["artifacts"]["recorded_score"] == table.score[0, 0]
