@@ -13,8 +13,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from orchestrator.embedding import EMBEDDING_ID
+from orchestrator.ship_policy import shipped_demo
 from studio.models import Checkpoint, CheckpointKind, JobStatus, Primitive, Role, TrainingJob, User
-from studio.services.training import training_job_create
+from studio.services.training import checkpoints_dir, training_job_create, training_job_finish
 from studio.services.users import user_create
 
 logger = logging.getLogger(__name__)
@@ -45,8 +46,9 @@ PRIMITIVES = [
 ]
 
 DEMO_POOL = "replay-demo"
-# The demo policy trains on RouterBench's recorded outcomes: a few minutes on 2 cores
-# (most of it embedding the prompts once), while the studio already serves runs.
+# The demo policy trains on RouterBench's recorded outcomes: a few minutes on 2 cores, while
+# the studio already serves runs. On a fresh install the one shipped with the repository
+# (orchestrator.ship_policy) is installed instead, where it was built from these outcomes.
 DEMO_POLICY_CONFIG = {"seed": 0, "outcomes": ["routerbench.jsonl.gz"], "demo": True}
 
 
@@ -127,4 +129,32 @@ def demo_policy_ensure(*, user: User) -> TrainingJob | None:
         return training_job_create(user=user, kind=CheckpointKind.POLICY, config=config)
     if Checkpoint.objects.filter(kind=CheckpointKind.POLICY).exists():
         return None
-    return training_job_create(user=user, kind=CheckpointKind.POLICY, config=dict(DEMO_POLICY_CONFIG))
+    return demo_policy_install(user=user) or training_job_create(
+        user=user, kind=CheckpointKind.POLICY, config=dict(DEMO_POLICY_CONFIG)
+    )
+
+
+def demo_policy_install(*, user: User) -> TrainingJob | None:
+    """The shipped demo checkpoint (`orchestrator.ship_policy`) as the default policy, recorded
+    as a finished demo job, where it was built from exactly this install's outcomes, prices,
+    embedding and config; else None (the demo policy is then trained)."""
+    shipped: str = settings.ORCHESTRA_SHIPPED_POLICY or ""
+    manifest = shipped_demo(Path(settings.OUTCOMES_DIR), Path(shipped)) if shipped else None
+    if manifest is None:
+        if shipped:
+            logger.info("the shipped demo policy %s is missing or stale: training one", shipped)
+        return None
+    target = checkpoints_dir() / f"demo-policy-{manifest['sha256'][:12]}.pt"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_suffix(".part")
+    partial.write_bytes(Path(shipped).read_bytes())
+    partial.replace(target)
+    job = TrainingJob.objects.create(
+        kind=CheckpointKind.POLICY, config={**DEMO_POLICY_CONFIG, "shipped": True}, created_by=user,
+        status=JobStatus.RUNNING, started_at=timezone.now(), message="installing the shipped demo policy",
+    )  # fmt: skip
+    training_job_finish(
+        job_id=job.pk, path=target, config=manifest["config"], metrics=manifest["metrics"], lineage=manifest["lineage"]
+    )
+    job.refresh_from_db()
+    return job

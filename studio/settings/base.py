@@ -217,6 +217,11 @@ ORCHESTRA_DEFAULT_POOL: str = env_str("ORCHESTRA_DEFAULT_POOL", "replay-demo") o
 ORCHESTRA_OPENAI_WAIT_S = env_int("ORCHESTRA_OPENAI_WAIT_S", 300)
 # `manage.py bootstrap` (run by `up`) queues the demo policy's training on first start.
 ORCHESTRA_DEMO_POLICY = env_bool("ORCHESTRA_DEMO_POLICY", True)
+# The demo policy shipped with the repository (orchestrator.ship_policy), installed instead of
+# training one where it was built from these outcomes; empty: always train.
+ORCHESTRA_SHIPPED_POLICY = env_str(
+    "ORCHESTRA_SHIPPED_POLICY", str(BASE_DIR / "data" / "checkpoints" / "demo-policy.pt")
+)
 # Check every run event against its payload's schema as it is written (studio/event_schemas.py);
 # on in the tests, where a drifting payload then fails the test that wrote it.
 ORCHESTRA_CHECK_EVENTS = env_bool("ORCHESTRA_CHECK_EVENTS", False)

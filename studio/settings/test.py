@@ -45,3 +45,6 @@ ORCHESTRA_CHECK_EVENTS = True
 # No background recovery sweep in the in-process test workers: a sweep landing between two
 # tests would step runs of the next one. Its logic is tested directly (test_scheduling).
 ORCHESTRA_RECOVERY_INTERVAL_S = 0
+
+# Tests of the demo policy's training expect it trained; those of the shipped one name it.
+ORCHESTRA_SHIPPED_POLICY = ""
