@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -218,8 +219,8 @@ ORCHESTRA_OPENAI_WAIT_S = env_int("ORCHESTRA_OPENAI_WAIT_S", 300)
 # `manage.py bootstrap` (run by `up`) queues the demo policy's training on first start.
 ORCHESTRA_DEMO_POLICY = env_bool("ORCHESTRA_DEMO_POLICY", True)
 # The demo policy shipped with the repository (orchestrator.ship_policy), installed instead of
-# training one where it was built from these outcomes; empty: always train.
-ORCHESTRA_SHIPPED_POLICY = env_str(
+# training one where it was built from these outcomes; set and empty: always train.
+ORCHESTRA_SHIPPED_POLICY = os.environ.get(
     "ORCHESTRA_SHIPPED_POLICY", str(BASE_DIR / "data" / "checkpoints" / "demo-policy.pt")
 )
 # Check every run event against its payload's schema as it is written (studio/event_schemas.py);
