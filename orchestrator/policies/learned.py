@@ -65,6 +65,7 @@ from orchestrator.protocol import Accept, Action, NodeView, Observation, Pair, P
 
 PRESETS = COST_PRESETS  # λ in units of the pool's most expensive pair
 ASSUMED_TOKENS = (500, 250)  # (in, out) to price a pair the checkpoint never saw
+KNN_MEMO = 64  # nodes whose per-item accuracy a policy keeps (a node is decided on several times)
 Embedder = Callable[[list[str]], np.ndarray]
 
 
@@ -159,6 +160,7 @@ class LearnedPolicy(DefaultPolicy):
         self.loaded = loaded or load_once("learned_policy", config.checkpoint, load_policy)
         self.net = self.loaded.net
         self.embedder = embedder
+        self._knn: dict[tuple[str, str], np.ndarray] = {}
 
     # --- the two learned choices ---
 
@@ -256,6 +258,16 @@ class LearnedPolicy(DefaultPolicy):
             self.embedder = embed
         return np.asarray(self.embedder([text]), dtype=np.float32)
 
+    def _item_accuracy(self, text: str, domain: str, emb: np.ndarray, acc: np.ndarray) -> np.ndarray:
+        """The per-item accuracy of each pair from the nearest calibration items: the same for
+        a node's every decision (its solve and each review), so kept for the last few nodes."""
+        key = (text, domain)
+        if key not in self._knn:
+            if len(self._knn) >= KNN_MEMO:
+                self._knn.pop(next(iter(self._knn)))
+            self._knn[key] = item_accuracy(self.loaded.context.calibration, emb, [domain], acc, exclude_self=False)
+        return self._knn[key]
+
     def episode(self, node: NodeView, observation: Observation, candidates: Sequence[Pair]) -> NodeEpisode:
         """The node as the evaluation encodes an item (`learning.dataset.encode`): pair features
         from the checkpoint's calibration for the node's text and domain, the candidates
@@ -273,7 +285,7 @@ class LearnedPolicy(DefaultPolicy):
         dom = domain_indices([domain])
         acc = calib.domain_acc[dom]  # [1, p]: computed as `features.pair_features` does
         cost = calib.domain_cost[dom] / calib.cost_ref
-        knn = item_accuracy(calib, emb, [domain], acc, exclude_self=False)
+        knn = self._item_accuracy(node.text, domain, emb, acc)
         glob = calib.global_acc
         infos = list(context.infos)
         if extra:  # pairs the checkpoint never saw: the pool's mean, at their listed prices
