@@ -1,7 +1,8 @@
 """The packages' boundaries, read from the source: every import statement, at module level and
 inside functions. `workers/` may import `studio/` (its services, selectors and models);
 `studio/` sends tasks by name (`studio.queues`) and imports nothing of `workers/`, so the two
-never import each other. `orchestrator/` imports neither."""
+never import each other. `orchestrator/` imports neither. `workers/` reads and writes rows only
+through studio's services and selectors: it never touches a model's manager (`.objects`)."""
 
 from __future__ import annotations
 
@@ -41,6 +42,27 @@ def test_studio_and_workers_do_not_import_each_other() -> None:
 @pytest.mark.parametrize("other", ["studio", "workers", "django"])
 def test_orchestrator_imports_neither(other: str) -> None:
     assert importers("orchestrator", other) == []
+
+
+def managers_used(package: str) -> list[str]:
+    """`path:line` of every `<something>.objects` in the package's source."""
+    found = []
+    for path in sorted((ROOT / package).rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if isinstance(node, ast.Attribute) and node.attr == "objects":
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    return found
+
+
+def test_workers_touch_rows_only_through_studio() -> None:
+    assert managers_used("workers") == []
+
+
+def test_the_scan_sees_a_manager(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "mod.py").write_text("def f(Run):\n    return Run.objects.filter(pk=1)\n")
+    monkeypatch.setattr(f"{__name__}.ROOT", tmp_path)
+    assert managers_used("pkg") == ["pkg/mod.py:2"]
 
 
 def test_the_scan_sees_imports_inside_functions(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

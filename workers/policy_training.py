@@ -4,50 +4,18 @@ files, with live runs from Postgres as extra SFT trajectories, reporting progres
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from django.conf import settings
-from django.db.models import Prefetch
 
 from orchestrator.embedding import EMBEDDING_ID
 from orchestrator.learning.method import LearnedConfig
-from studio.models import Attempt, AttemptStatus, Node, RunStatus, TrainingJob
+from studio.models import TrainingJob
+from studio.selectors.training import live_trajectories
 from studio.services.training import shipped_outcomes
 from workers.training import Progress, Trained
 
 # Where each stage sits in the job's progress bar.
 STAGES = {"embedding": (0.0, 0.4), "sft": (0.4, 0.75), "rl": (0.75, 1.0)}  # embedding: a cold cache
-LIVE_NODES = 20_000  # most recent verified nodes read as extra trajectories
-
-
-def live_trajectories(limit: int = LIVE_NODES) -> list[dict[str, Any]]:
-    """Nodes of finished runs that stand for a recorded item and were verified, as
-    {"item_id", "calls", "score", "cost_preference"}: the pairs called on the item, in
-    order, with replay's prefix dropped so they match the outcome tables' model names."""
-    nodes = (
-        Node.objects.filter(
-            run__status=RunStatus.SUCCEEDED, metadata__has_key="item_id", verification__has_key="recorded_score"
-        )
-        .select_related("run")
-        .prefetch_related(
-            Prefetch("attempts", queryset=Attempt.objects.select_related("endpoint", "primitive").order_by("number"))
-        )
-        .order_by("-updated_at")[:limit]
-    )
-    records = []
-    for node in nodes:
-        calls = [
-            [a.endpoint.model.removeprefix("replay/"), a.primitive.name]
-            for a in node.attempts.all()
-            if a.status != AttemptStatus.CANCELLED and a.primitive.name != "plan"
-        ]
-        if calls:
-            score = float(node.verification["recorded_score"])
-            item_id = node.metadata["item_id"]
-            records.append(
-                {"item_id": item_id, "calls": calls, "score": score, "cost_preference": node.run.cost_preference}
-            )
-    return records
 
 
 def train_policy_job(job: TrainingJob, progress: Progress, out: Path) -> Trained:

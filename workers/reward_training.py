@@ -20,9 +20,10 @@ from django.conf import settings
 from orchestrator.embedding import EMBEDDING_ID
 from orchestrator.reward.jsonl import PreferenceRecord
 from orchestrator.train_rm import RMConfig
-from studio.models import PairSource, Run, RunStatus
+from studio.models import PairSource, Run
 from studio.selectors.plans import run_plans
 from studio.selectors.preferences import preferences_export
+from studio.selectors.training import verified_runs
 from studio.services.training import shipped_outcomes
 from workers.training import Progress, Trained
 
@@ -38,11 +39,7 @@ Embedder = Callable[[list[str]], np.ndarray]
 def run_pairs(limit: int = LIVE_RUNS) -> list[PreferenceRecord]:
     """Correct-over-incorrect pairs of stored runs: two succeeded runs of one task whose
     answers were verified right and wrong, each with its plan (run_plan)."""
-    runs = list(
-        Run.objects.filter(status=RunStatus.SUCCEEDED, verification__has_key="correct")
-        .select_related("task")
-        .order_by("-finished_at", "-id")[:limit]
-    )
+    runs = verified_runs(limit=limit)
     by_task: dict[int, dict[bool, list[Run]]] = defaultdict(lambda: {True: [], False: []})
     for run in runs:
         correct = run.verification.get("correct")

@@ -19,6 +19,7 @@ from orchestrator.learning.model import PolicyConfig, PolicyNet, save_checkpoint
 from orchestrator.outcomes import DOMAINS
 from orchestrator.train_policy import train
 from studio.models import Attempt, Checkpoint, JobStatus, ModelPool, RecordedOutcome, Role, RunEvent, TrainingJob
+from studio.selectors.training import live_trajectories
 from studio.services.outcomes import outcomes_import
 from studio.services.runs import run_create
 from studio.services.tasks import task_create, task_create_composite
@@ -28,7 +29,6 @@ from tests.orchestrator.synthetic import write
 from tests.orchestrator.synthetic_outcomes import outcome_records, synthetic_table
 from tests.support.runs import wait_for_run
 from workers import training
-from workers.policy_training import live_trajectories
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 

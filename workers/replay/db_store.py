@@ -7,17 +7,9 @@ from collections import OrderedDict
 from collections.abc import Iterable
 from typing import Any
 
-from django.db.models import Q
-from django.db.models.functions import Length
-
 from orchestrator.outcomes import estimate_tokens, prompt_key, tokens_from_chars
-from studio.models import RecordedOutcome
+from studio.selectors.outcomes import recorded_outcome, recorded_outcomes
 from workers.replay.store import Recording
-
-FIELDS = (
-    "source", "model", "primitive", "item_id", "response", "score", "prompt_tokens", "completion_tokens", "cost_usd",
-    "latency_s", "prompt_chars",
-)  # fmt: skip
 
 Key = tuple[str, str, bool, str]  # model, primitive, by item id?, item id or prompt hash
 
@@ -38,9 +30,9 @@ class DatabaseStore:
             if key in self._cache:
                 self._cache.move_to_end(key)
                 return self._cache[key]
-        rows = RecordedOutcome.objects.filter(model=model, primitive=primitive)
-        rows = rows.filter(item_id=key[3]) if key[2] else rows.filter(prompt_sha256=key[3])
-        row = rows.order_by("source").annotate(prompt_chars=Length("prompt")).values(*FIELDS).first()
+        row = recorded_outcome(
+            model=model, primitive=primitive, item_id=item_id, prompt_sha256="" if key[2] else key[3]
+        )
         if row is None:
             return None
         recording = _recording(row)
@@ -54,19 +46,8 @@ class DatabaseStore:
             missing = {triple for triple in wanted if (triple[0], triple[1], True, triple[2]) not in self._cache}
         if not missing:
             return 0
-        # One index range per (model, primitive) with its item ids: `outcome_by_item` serves it.
-        groups: dict[tuple[str, str], list[str]] = {}
-        for model, primitive, item_id in missing:
-            groups.setdefault((model, primitive), []).append(item_id)
-        match = Q()
-        for (model, primitive), item_ids in groups.items():
-            match |= Q(model=model, primitive=primitive, item_id__in=item_ids)
-        rows = (
-            RecordedOutcome.objects.filter(match)
-            .order_by("-source")  # the first source wins, as in find(): it is written last
-            .annotate(prompt_chars=Length("prompt"))
-            .values(*FIELDS)
-        )
+        # The first source wins, as in find(): it comes last, so it is written last.
+        rows = recorded_outcomes(missing)
         found = {(row["model"], row["primitive"], True, row["item_id"]): _recording(row) for row in rows}
         self._keep(found)
         return len(found)
