@@ -6,6 +6,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
+from orchestrator.core.state import RUN_ENDED
 from studio.models.pools import ModelEndpoint, ModelPool, Primitive
 
 
@@ -55,8 +56,9 @@ class RunStatus(models.TextChoices):
     CANCELLED = "cancelled"
 
 
-# The statuses of a run that has ended; the browser's copy is generated from the API schema.
-RUN_ENDED = frozenset({RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.CANCELLED})
+# The statuses of a run that has ended: the orchestration core's (`orchestrator.core.state`),
+# checked against RunStatus below; the browser's copy is generated from the API schema.
+assert set(RunStatus.values) >= RUN_ENDED, RUN_ENDED
 
 
 class Run(models.Model):
