@@ -73,9 +73,6 @@ def read_services_file() -> dict[str, str]:
     return pairs
 
 
-CHANNEL_READ_TIMEOUT_S = 30
-
-
 def redis_settings(redis_url: str) -> dict[str, Any]:
     """Derive the Celery, channel-layer and cache settings from one REDIS_URL.
 
@@ -97,11 +94,14 @@ def redis_settings(redis_url: str) -> dict[str, Any]:
         "CHANNEL_LAYERS": {
             "default": {
                 "BACKEND": "channels_redis.core.RedisChannelLayer",
-                # A consumer waits on BZPOPMIN for 5 s at a time (channels_redis's brpop_timeout) and
+                # A consumer waits on BZPOPMIN for 5 s at a time (channels_redis's brpop_timeout), and
                 # redis-py 8 reads with a 5 s socket timeout by default: an event loop a moment late
-                # then timed the empty reply out and the WebSocket closed. Read for longer than Redis blocks.
+                # timed the empty reply out and the WebSocket closed. With any read timeout, a consumer
+                # cancelled mid-read now and then kept reading (3 of 8 runs of the WebSocket access
+                # tests hung at 30 s), so reads have none: Redis answers a blocking pop within 5 s, and
+                # a connection it drops fails the read at once. TCP keepalive finds a silent peer.
                 "CONFIG": {
-                    "hosts": [{"address": redis_url, "socket_timeout": CHANNEL_READ_TIMEOUT_S}],
+                    "hosts": [{"address": redis_url, "socket_timeout": None, "socket_keepalive": True}],
                     "prefix": "orchestra",
                 },
             }
