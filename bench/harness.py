@@ -13,6 +13,10 @@ killed bench cleans up too; its workers also get SIGTERM if the bench dies (PDEA
 
 The workers run `bench.celery_app`: the studio's Celery app plus bench-only settings and
 probes read from the environment (see that module).
+
+Measuring (load, commit, percentiles, CPU meters) is in bench/measure.py, and the replayed
+workload (the replay pool, composite tasks, waiting for runs) in bench/workload.py; this
+module re-exports their names, which the bench scripts import from here.
 """
 
 from __future__ import annotations
@@ -20,63 +24,48 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
-import shutil
 import signal
 import socket
-import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from bench.measure import CpuMeter, code_version, load_average, percentile, process_tree, verdict
+from bench.workload import REPLAY_POOL, REPLAY_SOURCE, TERMINAL, bench_user, composite_tasks, replay_pool, wait_runs
+
+__all__ = [
+    "DATA_DIR",
+    "REPLAY_POOL",
+    "REPLAY_SOURCE",
+    "ROOT",
+    "TERMINAL",
+    "BenchEnvironment",
+    "CpuMeter",
+    "Worker",
+    "bench_environment",
+    "bench_user",
+    "code_version",
+    "composite_tasks",
+    "free_port",
+    "load_average",
+    "percentile",
+    "process_tree",
+    "replay_pool",
+    "start_server",
+    "verdict",
+    "wait_runs",
+]
+
 ROOT = Path(__file__).resolve().parents[1]
 # BENCH_DATA_DIR: another folder for the embedded services and logs, so that two benches
 # running at once do not share (and flush) one Redis.
 DATA_DIR = Path(os.environ.get("BENCH_DATA_DIR") or ROOT / ".data" / "bench").resolve()
-TERMINAL = {"succeeded", "failed", "cancelled"}
-REPLAY_POOL = "bench-replay"
-REPLAY_SOURCE = "routerbench"
 PR_SET_PDEATHSIG = 1
-
-
-def load_average() -> str:
-    one, five, fifteen = os.getloadavg()
-    return f"load {one:.2f} {five:.2f} {fifteen:.2f}"
-
-
-def code_version() -> str:
-    """The commit the bench runs, and whether tracked files differ from it (read-only git)."""
-    git = shutil.which("git")
-    try:
-        if git is None:
-            raise OSError("git not found")
-        commit = subprocess.run(
-            [git, "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True
-        ).stdout.strip()
-        changed = subprocess.run(
-            [git, "status", "--porcelain", "--untracked-files=no"], cwd=ROOT, capture_output=True, text=True
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "code: unknown (no git)"
-    return f"code: {commit}" + (" + uncommitted changes" if changed else "")
-
-
-def percentile(values: Iterable[float], q: float) -> float:
-    """The q-th percentile (0-100), linear between closest ranks."""
-    ordered = sorted(values)
-    if not ordered:
-        return float("nan")
-    if len(ordered) == 1:
-        return ordered[0]
-    return statistics.quantiles(ordered, n=1000, method="inclusive")[max(0, round(q * 10) - 1)]
-
-
-def verdict(met: bool) -> str:
-    return "MET" if met else "NOT MET"
 
 
 def _die_with_parent() -> Callable[[], None]:
@@ -331,62 +320,6 @@ def bench_environment() -> Iterator[BenchEnvironment]:
         signal.signal(signal.SIGTERM, previous)
 
 
-def wait_runs(run_ids: list[int], timeout_s: float, poll_s: float = 0.05) -> dict[int, str]:
-    """Poll until every run has ended or the timeout passes; return each run's status."""
-    from studio.models import Run
-
-    deadline = time.monotonic() + timeout_s
-    while True:
-        statuses = dict(Run.objects.filter(pk__in=run_ids).values_list("pk", "status"))
-        if all(status in TERMINAL for status in statuses.values()) or time.monotonic() > deadline:
-            return statuses
-        time.sleep(poll_s)
-
-
-class CpuMeter:
-    """CPU seconds spent by groups of processes (and their exited children) between two reads."""
-
-    def __init__(self, groups: dict[str, Callable[[], list[int]]]) -> None:
-        self.groups = groups
-        self.start = self._read()
-
-    @staticmethod
-    def _cpu(pids: list[int]) -> dict[int, float]:
-        import psutil
-
-        seen: dict[int, float] = {}
-        for pid in pids:
-            with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):
-                times = psutil.Process(pid).cpu_times()
-                seen[pid] = times.user + times.system + times.children_user + times.children_system
-        return seen
-
-    def _read(self) -> dict[str, dict[int, float]]:
-        return {name: self._cpu(pids()) for name, pids in self.groups.items()}
-
-    def read(self) -> dict[str, float]:
-        """CPU seconds per group since this meter was made."""
-        now = self._read()
-        return {
-            name: sum(cpu - self.start[name].get(pid, 0.0) for pid, cpu in now[name].items()) for name in self.groups
-        }
-
-
-def process_tree(pid: int | None) -> Callable[[], list[int]]:
-    def pids() -> list[int]:
-        import psutil
-
-        if pid is None:
-            return []
-        try:
-            root = psutil.Process(pid)
-            return [pid, *(child.pid for child in root.children(recursive=True))]
-        except psutil.NoSuchProcess:
-            return []
-
-    return pids
-
-
 def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -412,43 +345,3 @@ def start_server(bench: BenchEnvironment, port: int) -> subprocess.Popen[bytes]:
             time.sleep(0.1)
     process.kill()
     raise RuntimeError("uvicorn did not listen within 60 s")
-
-
-def bench_user(username: str = "bench") -> Any:
-    from studio.models import Role, User
-
-    user, _ = User.objects.get_or_create(username=username, defaults={"role": Role.ADMIN})
-    return user
-
-
-def replay_pool() -> int:
-    """The replay pool of routerbench's recorded outcomes (`manage.py import_outcomes`; a no-op
-    once loaded); return its id."""
-    from django.core.management import call_command
-
-    from studio.models import ModelPool
-
-    path = ROOT / "data" / "outcomes" / f"{REPLAY_SOURCE}.jsonl.gz"
-    with open(os.devnull, "w") as quiet:
-        call_command("import_outcomes", str(path), "--pool", REPLAY_POOL, "--no-progress", stdout=quiet)
-    return int(ModelPool.objects.get(name=REPLAY_POOL).pk)
-
-
-def composite_tasks(*, runs: int, items: int, offset: int = 0) -> list[int]:
-    """`runs` composite tasks (task_create_composite) of `items` distinct recorded items each."""
-    from studio.models import RecordedOutcome
-    from studio.services.tasks import task_create_composite
-
-    ids = list(
-        RecordedOutcome.objects.filter(source=REPLAY_SOURCE)
-        .values_list("item_id", flat=True)
-        .distinct()
-        .order_by("item_id")[offset : offset + runs * items]
-    )
-    if len(ids) < runs * items:
-        raise SystemExit(f"only {len(ids)} recorded items from {offset}; ask for fewer runs or items")
-    owner = bench_user()
-    return [
-        task_create_composite(owner=owner, items=[(REPLAY_SOURCE, i) for i in ids[n * items : (n + 1) * items]]).pk
-        for n in range(runs)
-    ]

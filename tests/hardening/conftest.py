@@ -1,14 +1,19 @@
-"""Fixtures for the hardening tests: an admin with an API token, and a pool a run may use."""
+"""Fixtures for the hardening tests: an admin with an API token, a pool a run may use, a task
+of the admin's, and the world an access case runs in."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import pytest
 
-from studio.models import ModelPool, Role, User
+from studio.models import ModelPool, Role, Task, User
 from studio.services.tokens import token_create
-from tests.factories import AdmissibilityFactory, UserFactory
+from tests.factories import AdmissibilityFactory, TaskFactory, UserFactory
+from tests.hardening.access_world import World, build_world
 
 
 @dataclass
@@ -32,3 +37,14 @@ def admin_token(db: None) -> TokenUser:
 def usable_pool(db: None) -> ModelPool:
     """A pool with one enabled endpoint and one admissible (model, primitive) pair."""
     return AdmissibilityFactory().endpoint.pool
+
+
+@pytest.fixture
+def task(admin_token: TokenUser) -> Task:
+    return TaskFactory(owner=admin_token.user)
+
+
+@pytest.fixture
+def world(settings: Any, tmp_path: Path) -> Callable[[Role | None], World]:
+    settings.DATA_DIR = tmp_path  # where the checkpoint's file is
+    return lambda role: build_world(role, tmp_path)
