@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from orchestrator import evaluate
+from orchestrator import evaluate, evaluate_report
 from tests.orchestrator.synthetic import record, write
 
 FAST = "random,cheapest,best_single,oracle,always_decompose,self_consistency"
@@ -112,7 +112,7 @@ def test_learned_unavailable_is_reported_not_stubbed(outcomes, capsys, monkeypat
 
 def test_report_json_has_no_nan():
     data = {"a": float("nan"), "b": [1.0, float("inf"), {"c": (2.0, float("-inf"))}], "d": "x"}
-    assert evaluate.finite(data) == {"a": None, "b": [1.0, None, {"c": [2.0, None]}], "d": "x"}
+    assert evaluate_report.finite(data) == {"a": None, "b": [1.0, None, {"c": [2.0, None]}], "d": "x"}
 
 
 def test_a_trained_checkpoint_is_evaluated_as_it_is(outcomes, tmp_path, capsys):
