@@ -73,6 +73,14 @@ def read_services_file() -> dict[str, str]:
     return pairs
 
 
+def channel_host(redis_url: str, *, tcp: bool) -> dict[str, Any]:
+    """The channel layer's connection options (a unix socket takes no TCP keepalive)."""
+    host: dict[str, Any] = {"address": redis_url, "socket_timeout": None}
+    if tcp:
+        host["socket_keepalive"] = True
+    return host
+
+
 def redis_settings(redis_url: str) -> dict[str, Any]:
     """Derive the Celery, channel-layer and cache settings from one REDIS_URL.
 
@@ -101,7 +109,7 @@ def redis_settings(redis_url: str) -> dict[str, Any]:
                 # tests hung at 30 s), so reads have none: Redis answers a blocking pop within 5 s, and
                 # a connection it drops fails the read at once. TCP keepalive finds a silent peer.
                 "CONFIG": {
-                    "hosts": [{"address": redis_url, "socket_timeout": None, "socket_keepalive": True}],
+                    "hosts": [channel_host(redis_url, tcp=parts.scheme != "unix")],
                     "prefix": "orchestra",
                 },
             }

@@ -18,6 +18,31 @@ def test_unix_socket_becomes_celerys_spelling() -> None:
     assert derived["CACHES"]["default"]["LOCATION"] == "unix:///srv/redis.sock?db=3"
 
 
+@pytest.mark.parametrize("url", ["redis://127.0.0.1:1/0", "unix:///nonexistent/redis.sock?db=0"])
+def test_the_channel_layers_options_suit_its_connection(url: str) -> None:
+    """Each option is one its kind of connection takes (a unix socket has no TCP keepalive):
+    connecting fails on the missing server, not on the options."""
+    import asyncio
+
+    from channels_redis.utils import create_pool
+    from redis.exceptions import ConnectionError
+
+    (host,) = redis_settings(url)["CHANNEL_LAYERS"]["default"]["CONFIG"]["hosts"]
+    assert host["socket_timeout"] is None
+
+    async def ping() -> None:
+        from redis.asyncio import Redis
+
+        client = Redis(connection_pool=create_pool(dict(host)))
+        try:
+            await client.ping()
+        finally:
+            await client.aclose()
+
+    with pytest.raises(ConnectionError):
+        asyncio.run(ping())
+
+
 def test_bad_values_are_named(monkeypatch) -> None:
     with pytest.raises(ImproperlyConfigured, match="REDIS_URL"):
         redis_settings("http://nope")
