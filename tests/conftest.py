@@ -13,6 +13,17 @@ from studio.models import Role, User
 from tests.factories import UserFactory
 
 
+@pytest.fixture(autouse=True)
+def fresh_channel_layer() -> None:
+    """A channel layer of its own for each test. A process serves one event loop, but tests
+    each run their own: a layer shared between them keeps a receive lock that a consumer of an
+    earlier test's loop took, and the next test's consumer fails on it ("bound to a different
+    event loop"), as it did once in a full run."""
+    from channels.layers import channel_layers
+
+    channel_layers.backends.clear()
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The browser tests run last and are marked `browser`: Playwright's event loop must not
     be open while asyncio tests run (tests/browser/conftest.py)."""
