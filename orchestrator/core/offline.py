@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from orchestrator.core.state import RUN_ENDED, AttemptState, RunSpec, RunState
-from orchestrator.core.step import end, start, step
+from orchestrator.core.step import end, recorded_metadata, start, step
 from orchestrator.policies import Policy
 from orchestrator.protocol import Pair, PairRef
 from orchestrator.routing.methods import Routes
@@ -75,15 +75,6 @@ class RecordedExecutor:
             "tokens_out": found.tokens_out,
         }
         return found.latency_s
-
-
-def recorded_metadata(item_id: str, pairs: list[tuple[str, str]], domain: str, benchmark: str) -> dict[str, Any]:
-    """The root's metadata for a recorded item, as the live engine gives it (`engine._recorded`)."""
-    metadata: dict[str, Any] = {"item_id": item_id}
-    if pairs:
-        metadata["recorded_pairs"] = [list(pair) for pair in sorted(pairs)]
-        metadata["recorded_domain"], metadata["recorded_benchmark"] = domain, benchmark
-    return metadata
 
 
 def run_offline(

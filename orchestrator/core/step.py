@@ -47,6 +47,17 @@ def start(state: RunState, now: datetime, *, root_metadata: dict[str, Any]) -> N
         state.changes.wake_after_s = state.spec.deadline_s + 1
 
 
+def recorded_metadata(item_id: str | None, pairs: list[tuple[str, str]], domain: str, benchmark: str) -> dict[str, Any]:
+    """The root's metadata for a task that is a recorded item (`item_id`) or a recorded prompt:
+    which (model, primitive) `pairs` have a recording, so a policy need not guess on replay,
+    and what the recordings say the task is, for a task that does not say (a /v1 request)."""
+    metadata: dict[str, Any] = {"item_id": item_id} if item_id else {}
+    if pairs:
+        metadata["recorded_pairs"] = [list(pair) for pair in sorted(set(pairs))]
+        metadata["recorded_domain"], metadata["recorded_benchmark"] = domain, benchmark
+    return metadata
+
+
 def step(state: RunState, policy: Policy, pairs: tuple[Pair, ...], now: datetime) -> None:
     """Fold in what finished, then let the policy act until it waits or the run ends."""
     absorb(state, reviews=policy.reviews_answers)

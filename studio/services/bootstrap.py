@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import pickle
 import secrets
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -147,7 +148,7 @@ def demo_policy_install(*, user: User) -> TrainingJob | None:
     target = checkpoints_dir() / f"demo-policy-{manifest['sha256'][:12]}.pt"
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_suffix(".part")
-    partial.write_bytes(Path(shipped).read_bytes())
+    shutil.copyfile(shipped, partial)
     partial.replace(target)
     job = TrainingJob.objects.create(
         kind=CheckpointKind.POLICY, config={**DEMO_POLICY_CONFIG, "shipped": True}, created_by=user,

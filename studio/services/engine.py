@@ -23,6 +23,7 @@ from django.utils import timezone
 
 from orchestrator import core
 from orchestrator.core.state import AttemptState, NodeState, RunSpec, RunState
+from orchestrator.core.step import recorded_metadata
 from orchestrator.outcomes import prompt_key
 from orchestrator.policies import Policy, make_policy
 from orchestrator.protocol import NodeKind, NodeStatus
@@ -123,8 +124,7 @@ def _load(run: Run) -> tuple[RunState, Primitives]:
 
 
 def _recorded(run: Run) -> dict[str, Any]:
-    """For a task that is a recorded item, or whose text is a recorded prompt: which
-    (model, primitive) pairs have a recording, so a policy need not guess on replay."""
+    """The root's metadata: the recordings of the task's item, or of its text (`core.recorded_metadata`)."""
     item_id = run.task.metadata.get("item_id")
     rows = (
         RecordedOutcome.objects.filter(item_id=item_id)
@@ -132,13 +132,8 @@ def _recorded(run: Run) -> dict[str, Any]:
         else RecordedOutcome.objects.filter(prompt_sha256=prompt_key(run.task.text), prompt=run.task.text)
     )
     found = list(rows.values_list("model", "primitive", "domain", "benchmark")[:200])
-    pairs = sorted({(model, primitive) for model, primitive, _, _ in found})
-    metadata: dict[str, Any] = {"item_id": item_id} if item_id else {}
-    if pairs:
-        metadata["recorded_pairs"] = [list(pair) for pair in pairs]
-        # What the recordings say the task is, for a task that does not say (a /v1 request).
-        metadata["recorded_domain"], metadata["recorded_benchmark"] = found[0][2], found[0][3]
-    return metadata
+    domain, benchmark = (found[0][2], found[0][3]) if found else ("", "")
+    return recorded_metadata(item_id, [(model, primitive) for model, primitive, _, _ in found], domain, benchmark)
 
 
 # State to rows
