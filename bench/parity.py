@@ -83,8 +83,21 @@ def train_checkpoint(train: OutcomeTable, seed: int) -> Path:
     return out
 
 
-def make_default(path: Path) -> None:
+def restore_default(before: int | None) -> None:
+    """The bench's data folder is shared with the other benches: give back the default policy
+    it found (a learned default made every later throughput run decide with the learned policy)."""
     from studio.models import Checkpoint, CheckpointKind
+
+    Checkpoint.objects.filter(kind=CheckpointKind.POLICY).update(is_default=False)
+    if before is not None:
+        Checkpoint.objects.filter(pk=before).update(is_default=True)
+
+
+def make_default(path: Path) -> int | None:
+    """Make the checkpoint at `path` the default policy; return the default it replaced."""
+    from studio.models import Checkpoint, CheckpointKind
+
+    found = Checkpoint.objects.filter(kind=CheckpointKind.POLICY, is_default=True).first()
 
     relative = path.resolve().relative_to(DATA_DIR) if path.resolve().is_relative_to(DATA_DIR) else None
     if relative is None:
@@ -96,6 +109,7 @@ def make_default(path: Path) -> None:
     Checkpoint.objects.update_or_create(
         kind=CheckpointKind.POLICY, path=str(relative), defaults={"name": path.stem, "is_default": True}
     )
+    return found.pk if found is not None else None
 
 
 def live(url: str, token: str, prompts: list[str], preset: str) -> list[int]:
@@ -159,7 +173,7 @@ def main() -> None:
         train, test = split_table(table, seed=0)
         test = test.rows(test_items(test, count=args.items, seed=args.seed))
         checkpoint = args.checkpoint or train_checkpoint(train, args.seed)
-        make_default(checkpoint)
+        before = make_default(checkpoint)
         method = LearnedMethod(checkpoint=checkpoint)
         method.fit(train, seed=args.seed)
         worker = bench.start_worker("parity", pool="prefork", concurrency=2)
@@ -194,6 +208,7 @@ def main() -> None:
         finally:
             server.terminate()
             server.wait(timeout=15)
+            restore_default(before)
     report(rows)
 
 
