@@ -30,6 +30,8 @@ ROOT = Path(__file__).resolve().parent.parent
 SHIPPED = ROOT / "data" / "checkpoints" / "demo-policy.pt"
 OUTCOMES = ("routerbench.jsonl.gz",)
 SEED = 0
+# What a checkpoint holds, beyond its weights: 2 = the calibration and the cascade gates at the presets.
+FORMAT = 2
 
 
 def _sha256(path: Path) -> str:
@@ -45,6 +47,7 @@ def fingerprint(outcomes_dir: Path) -> dict[str, Any]:
         "prices": _sha256(outcomes_dir / "prices.json"),
         "embedding": EMBEDDING_ID,
         "seed": SEED,
+        "format": FORMAT,
         "learned": json.loads(json.dumps(LearnedConfig().to_dict())),
     }
 

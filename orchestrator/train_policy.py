@@ -5,7 +5,9 @@
 Every item of the given files is a training item. The checkpoint holds the network, its
 config, the training config, the metrics and the pool's whole calibration (`context`: the
 calibration items' vectors and outcomes and the fitted predictor, so the runtime policy
-computes an item's pair features as the evaluation does; an unknown pair gets the pool mean).
+computes an item's pair features as the evaluation does; an unknown pair gets the pool mean),
+and the agreement cascade's gate at each cost preset's λ (`cascade`, fit on the training items,
+as the evaluation fits it), which a live run uses with the policy config `{"cascade": true}`.
 """
 
 from __future__ import annotations
@@ -23,12 +25,14 @@ import torch
 from tqdm import tqdm
 
 from orchestrator import cli
+from orchestrator.learning.cascade import fit_gates, gates_payload
 from orchestrator.learning.context_io import context_payload
 from orchestrator.learning.dataset import PoolContext, encode, make_context
 from orchestrator.learning.method import LearnedConfig, fit_policy
 from orchestrator.learning.model import PolicyNet, save_checkpoint
 from orchestrator.learning.sft import extra_from_records
 from orchestrator.outcomes import read_prices
+from orchestrator.policies import COST_PRESETS as PRESETS
 from orchestrator.routing.table import OutcomeTable, default_prices, load_routable
 
 
@@ -144,6 +148,9 @@ def train_table(
             "train": {**config.to_dict(), "seed": seed, "outcomes": list(outcomes)},
             "pool": pool_payload(context, table.pairs),
             "context": context_payload(context),
+            "cascade": gates_payload(
+                fit_gates(net, batch, table.benchmarks, table.responses, list(PRESETS.values()), config.sft.max_steps)
+            ),
         },
     )
     return metrics

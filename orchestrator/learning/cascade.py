@@ -141,3 +141,34 @@ def fit_gate(
                 if gain > best.get(str(group), (0.0, (0, 0)))[0]:
                     best[str(group)] = (gain, (rank, how))
     return {group: choice for group, (_, choice) in best.items()}
+
+
+def fit_gates(
+    net: PolicyNet, batch: EpisodeBatch, benchmarks: Sequence[str], responses: Sequence[Sequence[str | None]],
+    lams: Sequence[float], max_steps: int,
+) -> dict[float, dict[str, Choice]]:  # fmt: skip
+    """The gate at each λ, per benchmark, on training items' recorded outcomes (`batch` with them)."""
+    from orchestrator.learning.features import answer_key
+
+    assert batch.score is not None and batch.cost is not None
+    score, cost = batch.score.double().numpy(), batch.cost.double().numpy()
+    return {
+        lam: fit_gate(
+            plan_cascade(net, batch, lam, max_steps),
+            benchmarks,
+            score,
+            cost,
+            lambda i, j: answer_key(responses[i][j]),
+            lam,
+        )  # fmt: skip
+        for lam in lams
+    }
+
+
+def gates_payload(gates: dict[float, dict[str, Choice]]) -> dict[str, dict[str, list[int]]]:
+    """Gates as a checkpoint stores them: {"<λ>": {benchmark: [second opinion, escalation]}}."""
+    return {repr(float(lam)): {b: list(choice) for b, choice in gate.items()} for lam, gate in gates.items()}
+
+
+def gates_from_payload(payload: dict[str, dict[str, list[int]]]) -> dict[float, dict[str, Choice]]:
+    return {float(lam): {b: (int(c[0]), int(c[1])) for b, c in gate.items()} for lam, gate in payload.items()}

@@ -22,7 +22,7 @@ import numpy as np
 import torch
 
 from orchestrator.configs import STRICT_KEYS, Count, NonNegative, from_mapping
-from orchestrator.learning.cascade import fit_gate, plan_cascade, run_cascade
+from orchestrator.learning.cascade import fit_gates, plan_cascade, run_cascade
 from orchestrator.learning.dataset import Embedder, PoolContext, default_embedder, encode, make_context
 from orchestrator.learning.episode import EpisodeBatch, rollout
 from orchestrator.learning.features import answer_key, response_surface
@@ -151,17 +151,21 @@ class LearnedMethod:
         if self.net is None or self.context is None:
             raise RuntimeError("fit the method before routing")
         lam = float(knob if knob is not None else self.config.knobs[len(self.config.knobs) // 2])
+        cascade = None
         if lam >= CASCADE_OFFSET:
-            batch = encode(test, self._embed(test), self.context, with_outcomes=False)
-            return self._route_cascade(batch, test, lam - CASCADE_OFFSET)
+            lam -= CASCADE_OFFSET
+            cascade = self._gate(lam)
         if self.engine == "vectorized":
             batch = encode(test, self._embed(test), self.context, with_outcomes=False)
+            if cascade is not None:
+                return _route_cascade(self.net, batch, test, lam, cascade, self.config.sft.max_steps)
             return route_batch(self.net, batch, test, lam, max_steps=self.config.sft.max_steps)
-        return self._route_core(test, lam)
+        return self._route_core(test, lam, cascade)
 
-    def _route_core(self, test: OutcomeTable, lam: float) -> Routes:
+    def _route_core(self, test: OutcomeTable, lam: float, cascade: dict[str, tuple[int, int]] | None) -> Routes:
         """Each item as a run of the orchestration core (`core.offline`), decided by the runtime
-        learned policy on this network and calibration: the decisions a live run makes."""
+        learned policy on this network and calibration (with the agreement cascade's gate where
+        given): the decisions a live run makes."""
         from orchestrator.core.offline import route_table, table_pairs
         from orchestrator.policies.learned import LearnedPolicy, LearnedPolicyConfig, LoadedPolicy
 
@@ -172,7 +176,7 @@ class LearnedMethod:
         )
         vectors = dict(zip(test.prompts, self._embed(test), strict=True))
         policy = LearnedPolicy(
-            LearnedPolicyConfig(checkpoint="<in memory>", cost_preference=lam),
+            LearnedPolicyConfig(checkpoint="<in memory>", cost_preference=lam, cascade=cascade),
             embedder=lambda texts: np.stack([vectors[text] for text in texts]),
             loaded=loaded,
         )
@@ -180,27 +184,25 @@ class LearnedMethod:
             routes, _ = route_table(test, policy, lam=lam, pairs=table_pairs(test, self._prices()))
         return routes
 
-    def _route_cascade(self, batch: EpisodeBatch, test: OutcomeTable, lam: float) -> Routes:
-        """The agreement cascade at λ, on in the benchmarks where it paid on the training items."""
+    def _gate(self, lam: float) -> dict[str, tuple[int, int]]:
+        """The agreement cascade's gate at λ, fit on the training items (batched: training's path)."""
         assert self.net is not None and self._train is not None
-        steps = self.config.sft.max_steps
         if lam not in self._gates:
-            train, train_batch = self._train
-            assert train_batch.score is not None and train_batch.cost is not None
-            self._gates[lam] = fit_gate(
-                plan_cascade(self.net, train_batch, lam, steps),
-                train.benchmarks,
-                train_batch.score.double().numpy(),
-                train_batch.cost.double().numpy(),
-                lambda i, j: answer_key(train.responses[i][j]),
-                lam,
-            )
-        gate = self._gates[lam]
-        choice = [gate.get(b, (0, 0)) for b in test.benchmarks]
-        executed, final = run_cascade(
-            plan_cascade(self.net, batch, lam, steps), choice, lambda i, j: answer_key(executed_response(test, i, j))
-        )
-        return Routes(executed=executed, final=final)
+            train, batch = self._train
+            steps = self.config.sft.max_steps
+            self._gates |= fit_gates(self.net, batch, train.benchmarks, train.responses, [lam], steps)
+        return self._gates[lam]
+
+
+def _route_cascade(
+    net: PolicyNet, batch: EpisodeBatch, test: OutcomeTable, lam: float, gate: dict[str, tuple[int, int]], steps: int
+) -> Routes:
+    """The agreement cascade at λ, batched: on in the benchmarks where the gate switched it on."""
+    choice = [gate.get(b, (0, 0)) for b in test.benchmarks]
+    executed, final = run_cascade(
+        plan_cascade(net, batch, lam, steps), choice, lambda i, j: answer_key(executed_response(test, i, j))
+    )
+    return Routes(executed=executed, final=final)
 
 
 def fit_policy(

@@ -33,7 +33,7 @@ import math
 import os
 import zlib
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +43,7 @@ import torch
 from orchestrator.embedding import EMBEDDING_DIM
 from orchestrator.envelope import TRANSIENT_ERRORS
 from orchestrator.filecache import load_once
+from orchestrator.learning.cascade import gates_from_payload
 from orchestrator.learning.context_io import context_from_payload
 from orchestrator.learning.dataset import PoolContext
 from orchestrator.learning.episode import EpisodeBatch, reliability, step_logits
@@ -61,6 +62,8 @@ from orchestrator.learning.model import PolicyNet, load_checkpoint
 from orchestrator.learning.sft import SFTConfig
 from orchestrator.policies import COST_PRESETS, register
 from orchestrator.policies.default import DefaultConfig, DefaultPolicy
+from orchestrator.policies.learned_cascade import Gate, parse_gate
+from orchestrator.policies.learned_cascade import review as cascade_review
 from orchestrator.protocol import Accept, Action, NodeView, Observation, Pair, PairRef, Repair, Solve
 
 PRESETS = COST_PRESETS  # λ in units of the pool's most expensive pair
@@ -77,6 +80,9 @@ class LearnedPolicyConfig:
     cost_preference: float  # λ when the request carries none
     retries: int = 1  # same-pair retries of a transient failure
     reward_model: str | None = None  # OrchRM checkpoint that picks among best-of-N candidates
+    # Review answers by the agreement cascade: a gate (benchmark -> (second opinion, escalation)),
+    # or True for the checkpoint's own gate at the nearest λ it was fit at (its presets').
+    cascade: Gate | bool | None = None
 
     @classmethod
     def from_mapping(cls, config: Mapping[str, Any]) -> LearnedPolicyConfig:
@@ -94,6 +100,7 @@ class LearnedPolicyConfig:
             cost_preference=float(lam) if lam is not None else PRESETS[preset],
             retries=int(config.get("retries", 1)),
             reward_model=str(config["reward_model"]) if config.get("reward_model") else None,
+            cascade=parse_gate(config.get("cascade")),
         )
 
 
@@ -106,6 +113,7 @@ class LoadedPolicy:
     context: PoolContext
     columns: dict[tuple[str, str], int]  # (model, primitive) -> the pair's column
     max_steps: int
+    gates: Mapping[float, Gate] = field(default_factory=dict)  # λ -> the agreement cascade's gate
 
 
 def load_policy(path: Path) -> LoadedPolicy:
@@ -113,7 +121,8 @@ def load_policy(path: Path) -> LoadedPolicy:
     context = context_from_payload(payload["context"]) if "context" in payload else legacy_context(payload["pool"])
     columns = {(info.model, info.primitive): j for j, info in enumerate(context.infos)}
     max_steps = int(payload.get("train", {}).get("sft", {}).get("max_steps", SFTConfig().max_steps))
-    return LoadedPolicy(net=net, context=context, columns=columns, max_steps=max_steps)
+    gates = gates_from_payload(payload.get("cascade", {}))
+    return LoadedPolicy(net=net, context=context, columns=columns, max_steps=max_steps, gates=gates)
 
 
 def legacy_context(pool: Mapping[str, Any]) -> PoolContext:
@@ -161,6 +170,8 @@ class LearnedPolicy(DefaultPolicy):
         self.net = self.loaded.net
         self.embedder = embedder
         self._knn: dict[tuple[str, str], np.ndarray] = {}
+        if config.cascade is True and not self.loaded.gates:
+            raise ValueError(f"{config.checkpoint} carries no cascade gate (trained before they did): train it again")
 
     # --- the two learned choices ---
 
@@ -197,6 +208,11 @@ class LearnedPolicy(DefaultPolicy):
     def _review(self, node: NodeView, observation: Observation) -> Action:
         """An answered node: call another pair, or finish with the answer the reliability head
         trusts most (the next step of the episode, as `learning.episode.rollout` plays it)."""
+        gate = self.cascade_gate(observation)
+        if gate is not None and "best_of" not in node.metadata:
+            action = cascade_review(self, node, observation, gate)
+            if action is not None:
+                return action
         tried = {a.pair for a in node.attempts}
         by_ref = {pair.ref: pair for pair in observation.pairs}
         candidates = [by_ref[ref] for ref in self._candidates(node, observation) if ref not in tried]
@@ -218,6 +234,13 @@ class LearnedPolicy(DefaultPolicy):
         answered = {a.pair: a.number for a in node.attempts if a.status == "ok"}  # the latest per pair
         best = max(answered, key=lambda pair: float(trust[episode.column(pair)]) if pair in episode.refs else -1.0)
         return Accept(node.key, answered[best])
+
+    def cascade_gate(self, observation: Observation) -> Gate | None:
+        cascade = self.learned.cascade
+        if cascade is True:
+            lam = self.lam(observation)
+            return self.loaded.gates[min(self.loaded.gates, key=lambda fit_at: abs(fit_at - lam))]
+        return cascade if isinstance(cascade, Mapping) else None
 
     # --- scoring ---
 

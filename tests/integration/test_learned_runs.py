@@ -14,7 +14,7 @@ from django.test import override_settings
 from orchestrator.learning import features
 from orchestrator.learning.context_io import context_payload
 from orchestrator.learning.dataset import encode, make_context
-from orchestrator.learning.method import LearnedConfig, route_batch
+from orchestrator.learning.method import LearnedConfig, _route_cascade, route_batch
 from orchestrator.learning.model import PolicyConfig, PolicyNet, save_checkpoint
 from orchestrator.outcomes import DOMAINS
 from orchestrator.train_policy import train
@@ -178,6 +178,46 @@ def test_a_second_opinion_run_holds_the_first_answer_and_accepts_the_policys_cho
     assert accepted["accepted"] is True
     assert called[accepted["attempt"] - 1] == routes.final[item]
     assert run.final_answer == attempts[accepted["attempt"] - 1].envelope["answer"]
+
+
+def test_a_live_agreement_cascade_calls_what_the_evaluations_cascade_calls(
+    celery_worker: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The policy config's `cascade` gate, live: the first pair, its second opinion, and the
+    escalation where they differ, as the evaluation's batched cascade plays the same item."""
+    outcomes, vectors = synthetic_outcomes(tmp_path)
+    outcomes_import(path=outcomes, prices={}, pool_name="synthetic-replay")
+    pool = ModelPool.objects.get(name="synthetic-replay")
+    table, emb = synthetic_table(n=160, seed=0)
+    context = make_context(table, emb)
+    torch.manual_seed(0)
+    net = PolicyNet(PolicyConfig(hidden=32)).eval()
+    save_checkpoint(
+        tmp_path / "checkpoints" / "untrained.pt", net,
+        extra={"context": context_payload(context), "train": {"sft": {"max_steps": 3}}},
+    )  # fmt: skip
+    Checkpoint.objects.create(kind="policy", name="untrained", path="checkpoints/untrained.pt", is_default=True)
+    monkeypatch.setattr("orchestrator.embedding.embed", lambda texts, **_: np.stack([vectors[t] for t in texts]))
+    gate = {"synthetic": (1, 1)}
+    batch = encode(table, emb, context, with_outcomes=False)
+    routes = _route_cascade(net, batch, table, 0.05, gate, steps=3)
+    plain = route_batch(net, encode(table, emb, context, with_outcomes=False), table, 0.05, max_steps=3)
+    item = next(  # a second opinion, where the plain review would have called otherwise
+        i for i, calls in enumerate(routes.executed) if len(calls) >= 2 and plain.executed[i] != calls
+    )
+    owner = UserFactory(role=Role.RESEARCHER)
+    with override_settings(DATA_DIR=tmp_path):
+        task = task_create(owner=owner, text=table.prompts[item], metadata={"item_id": table.item_ids[item]})
+        run = wait_for_run(run_create(owner=owner, task_id=task.pk, pool_id=pool.pk, policy="learned",
+                                      cost_preference=0.05, policy_config={"cascade": gate}).pk)  # fmt: skip
+    assert run.status == "succeeded", run.end_reason
+    attempts = list(Attempt.objects.filter(node__run=run).select_related("endpoint", "primitive").order_by("number"))
+    called = [table.pairs.index((a.endpoint.model.removeprefix("replay/"), a.primitive.name)) for a in attempts]
+    assert called == list(routes.executed[item])
+    accepted = next(
+        p for kind, p in RunEvent.objects.filter(run=run).values_list("type", "payload") if kind == "node.succeeded"
+    )
+    assert called[accepted["attempt"] - 1] == routes.final[item]
 
 
 def test_a_failing_trainer_marks_the_job_failed(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

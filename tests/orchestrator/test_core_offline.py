@@ -9,18 +9,21 @@ accepted must be the same.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
+import pytest
 import torch
 
 from orchestrator.core.offline import route_table, table_executor, table_pairs
 from orchestrator.core.state import AttemptState
 from orchestrator.learning.context_io import context_from_payload, context_payload
 from orchestrator.learning.dataset import encode, make_context
-from orchestrator.learning.method import route_batch
+from orchestrator.learning.method import _route_cascade, route_batch
 from orchestrator.learning.model import PolicyConfig, PolicyNet, load_checkpoint, save_checkpoint
 from orchestrator.policies import make_policy
+from orchestrator.policies.learned import LearnedPolicyConfig
 from tests.orchestrator.synthetic_outcomes import lookup_embedder, synthetic_table
 
 
@@ -53,6 +56,43 @@ def test_the_core_decides_as_the_vectorized_episodes(tmp_path: Path) -> None:
             assert state.cost_usd > 0 and state.verification.get("protocol_violations") is None
         lengths |= {len(calls) for calls in core.executed}
     assert lengths == {2, 3}  # second and third opinions, not only first answers
+
+
+def test_the_cores_agreement_cascade_is_the_batched_one(tmp_path: Path) -> None:
+    """Every gate choice (second opinion from the 2nd or 3rd pair, either escalation, none),
+    answers that agree and differ, and first answers with nothing to compare."""
+    path = tmp_path / "untrained.pt"
+    _untrained_checkpoint(path)
+    table, emb = synthetic_table(n=60, seed=2)
+    choices = {"b0": (1, 0), "b1": (1, 1), "b2": (2, 0), "b3": (2, 1), "b4": (0, 0), "b5": (3, 1)}
+    responses = [
+        [None] * len(row) if i % 7 == 0 else row for i, row in enumerate(table.responses)
+    ]  # nothing comparable
+    table = replace(table, benchmarks=[f"b{i % 6}" for i in range(table.n_items)], responses=responses)
+    net, payload = load_checkpoint(path)
+    batch = encode(table, emb, context_from_payload(payload["context"]), with_outcomes=False)
+    config = {"checkpoint": str(path), "embedder": lookup_embedder(table, emb), "cascade": choices}
+    shapes = set()
+    for lam in (0.0, 0.05, 0.5):
+        policy = make_policy("learned", config | {"cost_preference": lam})
+        batched = _route_cascade(net, batch, table, lam, choices, steps=3)
+        core, states = route_table(table, policy, lam=lam)
+        assert core.executed == batched.executed, lam
+        assert core.final == batched.final, lam
+        assert all(state.status == "succeeded" for state in states)
+        shapes |= {(len(calls), calls[-1] == final) for calls, final in zip(core.executed, core.final, strict=True)}
+    assert shapes >= {(1, True), (2, True), (2, False), (3, True)}  # kept, agreed, escalated at once, escalated
+
+
+def test_a_cascade_gate_is_checked() -> None:
+    with pytest.raises(ValueError, match="escalation 0 or 1"):
+        LearnedPolicyConfig.from_mapping({"checkpoint": "x.pt", "cascade": {"gsm8k": [1, 2]}})
+    with pytest.raises(ValueError, match="escalation 0 or 1"):
+        LearnedPolicyConfig.from_mapping({"checkpoint": "x.pt", "cascade": {"gsm8k": "no"}})
+    with pytest.raises(ValueError, match="must be true, false, or map"):
+        LearnedPolicyConfig.from_mapping({"checkpoint": "x.pt", "cascade": [1, 0]})
+    gate = LearnedPolicyConfig.from_mapping({"checkpoint": "x.pt", "cascade": {"gsm8k": [1, 0]}}).cascade
+    assert gate == {"gsm8k": (1, 0)}
 
 
 def test_a_pair_without_a_recording_fails_as_replay_does() -> None:

@@ -13,7 +13,7 @@ from orchestrator.learning.dataset import encode, make_context
 from orchestrator.learning.method import LearnedConfig, route_batch
 from orchestrator.learning.model import PolicyConfig, PolicyNet, load_checkpoint, save_checkpoint
 from orchestrator.outcomes import write_outcomes
-from orchestrator.policies import make_policy
+from orchestrator.policies import COST_PRESETS, make_policy
 from orchestrator.policies.learned import LearnedPolicy
 from orchestrator.protocol import (
     Accept,
@@ -204,3 +204,28 @@ def test_needs_a_checkpoint(monkeypatch: pytest.MonkeyPatch) -> None:
 
     with pytest.raises(ValueError, match="checkpoint"):
         make_policy("learned", {})
+
+
+def test_a_checkpoint_carries_its_cascade_gates_and_a_run_uses_the_nearest(checkpoint: Checkpoint) -> None:
+    """`train` fits the agreement cascade's gate at each preset's λ, as the evaluation fits it;
+    `{"cascade": true}` reviews with the one fit nearest to the run's λ."""
+    path, _ = checkpoint
+    policy = _policy(checkpoint, cascade=True)
+    assert sorted(policy.loaded.gates) == sorted(COST_PRESETS.values())
+    _, payload = load_checkpoint(path)
+    assert sorted(payload["cascade"]) == sorted(repr(lam) for lam in COST_PRESETS.values())
+    for lam, fit_at in ((0.0, 0.0), (0.04, 0.05), (0.3, 0.05), (0.8, 1.0)):
+        gate = policy.cascade_gate(_observe(_root("question 1"), text="question 1", cost_preference=lam))
+        assert gate == policy.loaded.gates[fit_at]
+    assert _policy(checkpoint).cascade_gate(_observe(_root("q"), text="q")) is None
+
+
+def test_a_cascade_needs_a_checkpoint_with_gates(tmp_path: Path) -> None:
+    table, emb = synthetic_table(n=20, seed=0)
+    save_checkpoint(
+        tmp_path / "old.pt",
+        PolicyNet(PolicyConfig(hidden=8)),
+        extra={"context": context_payload(make_context(table, emb))},
+    )
+    with pytest.raises(ValueError, match="carries no cascade gate"):
+        make_policy("learned", {"checkpoint": str(tmp_path / "old.pt"), "cascade": True})

@@ -77,3 +77,16 @@ def test_a_bad_event_is_not_written_while_checks_are_on(settings: Any) -> None:
     settings.ORCHESTRA_CHECK_EVENTS = False  # as in production: written as given
     run_event_append(run_id=run.pk, type="node.created", payload={"key": "root"})
     assert RunEvent.objects.filter(run=run).count() == 1
+
+
+def test_the_browsers_finished_statuses_are_the_cores() -> None:
+    """The browser keeps one copy of the finished run statuses (`lib/eventTree.ts`); it must be
+    the core's `RUN_ENDED`."""
+    import re
+
+    from orchestrator.core.state import RUN_ENDED
+
+    source = (Path(settings.BASE_DIR) / "frontend" / "src" / "lib" / "eventTree.ts").read_text()
+    found = re.search(r"export const RUN_ENDED = \[([^\]]*)\]", source)
+    assert found is not None, "lib/eventTree.ts no longer exports RUN_ENDED"
+    assert set(re.findall(r'"(\w+)"', found.group(1))) == RUN_ENDED

@@ -42,6 +42,7 @@ export const NODE_STATUSES = [
   "skipped",
   "cancelled",
 ] as const;
+// The finished run statuses: orchestrator.core.state.RUN_ENDED (a test keeps the two equal).
 export const RUN_ENDED = ["succeeded", "failed", "cancelled"];
 
 const zero = (): Totals => ({ tokens_in: 0, tokens_out: 0, cost_usd: 0, latency_s: 0 });

@@ -10,11 +10,12 @@ import { atLeast, useMe } from "../auth";
 import { RunTreeView } from "../components/RunTree";
 import { Scrollable } from "../components/Scrollable";
 import { Empty, ErrorText, Loading } from "../components/States";
+import { RUN_ENDED } from "../lib/eventTree";
 import { plain } from "../lib/format";
 import { Summary, verdictOf } from "./compare/Summary";
 import "./Runs.css";
 
-const ENDED = new Set(["succeeded", "failed", "cancelled"]);
+const ENDED = new Set(RUN_ENDED);
 
 function runId(text: string | null): number | null {
   return text && /^\d+$/.test(text) ? Number(text) : null;
