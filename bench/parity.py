@@ -1,7 +1,7 @@
 """Parity: the learned policy live, through /v1, against the evaluation of the same checkpoint.
 
-    .venv/bin/python bench/parity.py [--items 300] [--presets best,balanced,cheap] [--seed 0]
-        [--checkpoint POLICY.pt]
+    .venv/bin/python bench/parity.py [--items 300] [--presets best,balanced,cheap,balanced+cascade]
+        [--seed 0] [--checkpoint POLICY.pt]
 
 1. The stack (bench/harness.py): embedded PostgreSQL and Redis (or those of DATABASE_URL /
    REDIS_URL), a Celery worker (prefork, 2 processes) and uvicorn. RouterBench's recordings
@@ -12,7 +12,9 @@
 3. `--items` test items, drawn with `--seed` among those whose prompt no other RouterBench
    item shares (a /v1 request is a text: replay finds its recordings by that text), each
    sent to `/v1/chat/completions` with the official `openai` client, model
-   `orchestra/learned`, once per preset.
+   `orchestra/learned`, once per preset. `<preset>+cascade` is the preset with the agreement
+   cascade: `policy_config {"cascade": true}` live (the gate the checkpoint carries for that
+   λ), the evaluation's cascade point at that λ offline (its gate fit on the same train items).
 4. The same checkpoint as `orchestrator.evaluate`'s learned method (`--checkpoint`) routes
    the same items at the same λ; both are scored on the recordings.
 
@@ -116,12 +118,15 @@ def live(url: str, token: str, prompts: list[str], preset: str) -> list[int]:
     """Run ids of one /v1 chat per prompt, one at a time."""
     from openai import OpenAI
 
+    preset, cascade = preset.removesuffix("+cascade"), preset.endswith("+cascade")
+    body = {"pool": REPLAY_POOL, "preset": preset} | ({"policy_config": {"cascade": True}} if cascade else {})
+
     client = OpenAI(base_url=f"{url}/v1", api_key=token, max_retries=0, timeout=120)
     runs = []
     for prompt in prompts:
         raw = client.chat.completions.with_raw_response.create(
             model="orchestra/learned", messages=[{"role": "user", "content": prompt}],
-            extra_body={"pool": REPLAY_POOL, "preset": preset},
+            extra_body=body,
         )  # fmt: skip
         runs.append(int(raw.headers["x-orchestra-run-id"]))
     return runs
@@ -151,11 +156,15 @@ def live_routes(
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--items", type=int, default=300)
-    parser.add_argument("--presets", default="best,balanced,cheap")
+    parser.add_argument("--presets", default="best,balanced,cheap,balanced+cascade")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--checkpoint", type=Path, help="a trained policy checkpoint (default: train one)")
     args = parser.parse_args()
     presets = [name.strip() for name in args.presets.split(",") if name.strip()]
+    known = ("best", "balanced", "cheap")
+    for preset in presets:
+        if preset.removesuffix("+cascade") not in known:
+            parser.error(f"unknown preset {preset!r}: one of {', '.join(known)}, each with or without +cascade")
     print(
         f"Parity bench: {args.items} RouterBench test items through /v1 at {', '.join(presets)}, against the "
         f"evaluation of the same checkpoint.\nStart: {load_average()}; {code_version()}",
@@ -165,6 +174,7 @@ def main() -> None:
         from orchestrator.learning.method import LearnedMethod
         from orchestrator.policies import COST_PRESETS
         from orchestrator.routing import metrics
+        from orchestrator.routing.methods import CASCADE_OFFSET
         from orchestrator.routing.table import load_table, split_table
         from studio.services.tokens import token_create
 
@@ -184,12 +194,12 @@ def main() -> None:
         try:
             rows = []
             for preset in presets:
-                lam = COST_PRESETS[preset]
+                lam = COST_PRESETS[preset.removesuffix("+cascade")]
                 started = time.monotonic()
                 run_ids = live(f"http://127.0.0.1:{port}", token, test.prompts, preset)
                 called, accepted, costs = live_routes(run_ids, test.pairs)
                 live_s = time.monotonic() - started
-                offline = method.route(test, knob=lam)
+                offline = method.route(test, knob=lam + (CASCADE_OFFSET if preset.endswith("+cascade") else 0))
                 scored = metrics.score_routes(test, offline)
                 live_score = np.array([test.score[i, j] if j >= 0 else 0.0 for i, j in enumerate(accepted)])
                 same = sum(c == tuple(o) for c, o in zip(called, offline.executed, strict=True))
@@ -213,7 +223,7 @@ def main() -> None:
 
 
 def report(rows: list[dict[str, float | str | int]]) -> None:
-    print(f"\n{'preset':9} {'λ':>5}  {'same pairs':>12}  {'same answer':>12}  {'macro':>8} {'offline':>8}  ", end="")
+    print(f"\n{'preset':16} {'λ':>5}  {'same pairs':>12}  {'same answer':>12}  {'macro':>8} {'offline':>8}  ", end="")
     print(f"{'$/query':>10} {'offline':>10}  {'calls':>6} {'offline':>8}")
     goals = []
     for row in rows:
@@ -223,7 +233,7 @@ def report(rows: list[dict[str, float | str | int]]) -> None:
         cost = f"{row['cost_live']:10.3e} {row['cost_offline']:10.3e}"
         calls = f"{row['calls_live']:6.2f} {row['calls_offline']:8.2f}"
         same = f"{row['same']:5}/{n} {share:5.1%}  {row['final_same']:5}/{n}"
-        print(f"{row['preset']:9} {row['lam']:5.2f}  {same}   {macro}  {cost}  {calls}")
+        print(f"{row['preset']:16} {row['lam']:5.2f}  {same}   {macro}  {cost}  {calls}")
         cost_gap = abs(float(row["cost_live"]) - float(row["cost_offline"])) / max(float(row["cost_offline"]), 1e-12)
         goals.append((row["preset"], share, abs(float(row["macro_live"]) - float(row["macro_offline"])), cost_gap))
     print("(live first, offline second: `macro`, `$/query` and `calls` per query)")

@@ -125,3 +125,40 @@ def test_best_of_without_a_reward_model_is_422(api_as, make_user, pool_id: int) 
     assert Run.objects.count() == 0
     body["best_of"] = 1  # one candidate needs no reward model
     assert api_as(user=me).post("/runs", body).status_code == 201
+
+
+def test_a_learned_runs_cascade_is_checked_when_the_run_is_asked_for(
+    api_as, make_user, pool_id: int, settings, tmp_path
+) -> None:
+    """`policy_config.cascade`: a malformed gate, or `true` on a checkpoint that carries no gate,
+    is a 422 naming `policy_config`; `true` on the shipped demo policy (which carries its
+    gates) makes the run."""
+    import shutil
+
+    import torch
+
+    from orchestrator.ship_policy import SHIPPED
+    from studio.models import Checkpoint
+
+    settings.DATA_DIR = tmp_path
+    (tmp_path / "checkpoints").mkdir()
+    shutil.copyfile(SHIPPED, tmp_path / "checkpoints" / "demo.pt")
+    payload = torch.load(SHIPPED, weights_only=False)
+    del payload["cascade"]
+    torch.save(payload, tmp_path / "checkpoints" / "old.pt")
+    demo = Checkpoint.objects.create(kind="policy", name="demo", path="checkpoints/demo.pt", is_default=True)
+    old = Checkpoint.objects.create(kind="policy", name="old", path="checkpoints/old.pt")
+    me = make_user(Role.VIEWER)
+    api = api_as(user=me)
+    task = TaskFactory(owner=me).pk
+    for checkpoint, cascade, words in ((demo, {"gsm8k": [1, 5]}, "escalation 0 or 1"), (old, True, "no cascade gate")):
+        body = {"task_id": task, "pool_id": pool_id, "policy": "learned", "checkpoint_id": checkpoint.pk,
+                "policy_config": {"cascade": cascade}}  # fmt: skip
+        response = api.post("/runs", body)
+        assert response.status_code == 422, response.json_body
+        assert words in str(response.json_body) and "policy_config" in str(response.json_body)
+    assert Run.objects.count() == 0
+    body = {"task_id": task, "pool_id": pool_id, "policy": "learned", "policy_config": {"cascade": True}}
+    response = api.post("/runs", body)
+    assert response.status_code == 201, response.json_body
+    assert Run.objects.get().policy_config == {"cascade": True}
