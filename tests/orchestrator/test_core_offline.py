@@ -65,9 +65,8 @@ def test_the_cores_agreement_cascade_is_the_batched_one(tmp_path: Path) -> None:
     _untrained_checkpoint(path)
     table, emb = synthetic_table(n=60, seed=2)
     choices = {"b0": (1, 0), "b1": (1, 1), "b2": (2, 0), "b3": (2, 1), "b4": (0, 0), "b5": (3, 1)}
-    responses = [
-        [None] * len(row) if i % 7 == 0 else row for i, row in enumerate(table.responses)
-    ]  # nothing comparable
+    nothing: list[str | None] = [None] * len(table.pairs)  # nothing comparable: escalate at once
+    responses = [nothing if i % 7 == 0 else row for i, row in enumerate(table.responses)]
     table = replace(table, benchmarks=[f"b{i % 6}" for i in range(table.n_items)], responses=responses)
     net, payload = load_checkpoint(path)
     batch = encode(table, emb, context_from_payload(payload["context"]), with_outcomes=False)
