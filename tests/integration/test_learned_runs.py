@@ -140,13 +140,10 @@ def test_the_domain_of_a_recorded_item_reaches_the_policys_features(
     assert domains_seen == [["reasoning"], ["math", "reasoning"]]
 
 
-def test_a_second_opinion_run_holds_the_first_answer_and_accepts_the_policys_choice(
-    celery_worker: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A live run of the learned policy (an untrained, seeded network, whose episodes call two
-    or three pairs): each answer leaves the node answered, the policy asks for a second
-    opinion, then accepts one; the pairs called and the answer accepted are those of the
-    evaluation's episode for the same item, checkpoint and λ."""
+def untrained_default(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[ModelPool, Any, Any, Any, PolicyNet]:
+    """The synthetic replay pool, and an untrained, seeded network (its episodes call two or
+    three pairs) with the pool's calibration as the default policy checkpoint: (pool, table,
+    embeddings, calibration, network)."""
     outcomes, vectors = synthetic_outcomes(tmp_path)
     outcomes_import(path=outcomes, prices={}, pool_name="synthetic-replay")
     pool = ModelPool.objects.get(name="synthetic-replay")
@@ -160,6 +157,17 @@ def test_a_second_opinion_run_holds_the_first_answer_and_accepts_the_policys_cho
     )  # fmt: skip
     Checkpoint.objects.create(kind="policy", name="untrained", path="checkpoints/untrained.pt", is_default=True)
     monkeypatch.setattr("orchestrator.embedding.embed", lambda texts, **_: np.stack([vectors[t] for t in texts]))
+    return pool, table, emb, context, net
+
+
+def test_a_second_opinion_run_holds_the_first_answer_and_accepts_the_policys_choice(
+    celery_worker: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A live run of the learned policy (an untrained, seeded network, whose episodes call two
+    or three pairs): each answer leaves the node answered, the policy asks for a second
+    opinion, then accepts one; the pairs called and the answer accepted are those of the
+    evaluation's episode for the same item, checkpoint and λ."""
+    pool, table, emb, context, net = untrained_default(tmp_path, monkeypatch)
     routes = route_batch(net, encode(table, emb, context, with_outcomes=False), table, 0.0, max_steps=3)
     item = next(i for i, calls in enumerate(routes.executed) if len(calls) >= 2)
     owner = UserFactory(role=Role.RESEARCHER)
@@ -185,19 +193,7 @@ def test_a_live_agreement_cascade_calls_what_the_evaluations_cascade_calls(
 ) -> None:
     """The policy config's `cascade` gate, live: the first pair, its second opinion, and the
     escalation where they differ, as the evaluation's batched cascade plays the same item."""
-    outcomes, vectors = synthetic_outcomes(tmp_path)
-    outcomes_import(path=outcomes, prices={}, pool_name="synthetic-replay")
-    pool = ModelPool.objects.get(name="synthetic-replay")
-    table, emb = synthetic_table(n=160, seed=0)
-    context = make_context(table, emb)
-    torch.manual_seed(0)
-    net = PolicyNet(PolicyConfig(hidden=32)).eval()
-    save_checkpoint(
-        tmp_path / "checkpoints" / "untrained.pt", net,
-        extra={"context": context_payload(context), "train": {"sft": {"max_steps": 3}}},
-    )  # fmt: skip
-    Checkpoint.objects.create(kind="policy", name="untrained", path="checkpoints/untrained.pt", is_default=True)
-    monkeypatch.setattr("orchestrator.embedding.embed", lambda texts, **_: np.stack([vectors[t] for t in texts]))
+    pool, table, emb, context, net = untrained_default(tmp_path, monkeypatch)
     gate = {"synthetic": (1, 1)}
     batch = encode(table, emb, context, with_outcomes=False)
     routes = _route_cascade(net, batch, table, 0.05, gate, steps=3)
