@@ -39,6 +39,25 @@ def non_negative(text: str) -> int:
     return value
 
 
+def positive(text: str) -> int:
+    """argparse type: an int >= 1."""
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, not {value}")
+    return value
+
+
+def int_list(text: str) -> list[int]:
+    """argparse type: comma-separated ints >= 0, e.g. `10,25,50`."""
+    try:
+        values = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a comma-separated list of whole numbers, not {text!r}") from None
+    if not values or min(values) < 0:
+        raise argparse.ArgumentTypeError(f"a comma-separated list of numbers 0 or more, not {text!r}")
+    return values
+
+
 def finite(text: str) -> float:
     """argparse type: a finite float (no nan, no inf)."""
     value = float(text)

@@ -139,12 +139,13 @@ def make_method(
     return BASELINES[name]()
 
 
-def run_method(method: Method, setting: Setting, seed: int) -> MethodResult:
-    """Fit once, route the test items at every knob, score each point."""
+def run_method(method: Method, setting: Setting, seed: int, *, fitted: bool = False) -> MethodResult:
+    """Fit once (unless `fitted`), route the test items at every knob, score each point."""
     result = MethodResult(name=method.name)
     start = time.perf_counter()
     try:
-        method.fit(setting.train, seed=seed, probe=setting.probe)
+        if not fitted:
+            method.fit(setting.train, seed=seed, probe=setting.probe)
     except NotApplicable as exc:
         result.not_applicable = str(exc)
         return result
@@ -211,12 +212,17 @@ def parse_args(argv: Sequence[str] | None) -> tuple[argparse.ArgumentParser, arg
             parser.error(f"--{cap.replace('_', '-')} must be a positive number of items")
     if args.probe and args.train is None:
         parser.error("--probe needs --train: it calibrates on an unseen pool")
-    names = METHOD_NAMES if args.methods is None else tuple(n.strip() for n in args.methods.split(",") if n.strip())
+    args.method_names = METHOD_NAMES if args.methods is None else method_names(parser, args.methods)
+    return parser, args
+
+
+def method_names(parser: argparse.ArgumentParser, text: str) -> tuple[str, ...]:
+    """`--methods a,b`: known method names, else a one-line usage error."""
+    names = tuple(n.strip() for n in text.split(",") if n.strip())
     unknown = [n for n in names if n not in METHOD_NAMES]
     if unknown or not names:
         parser.error(f"unknown method(s) {', '.join(unknown) or '(none given)'}; choose from {', '.join(METHOD_NAMES)}")
-    args.method_names = names
-    return parser, args
+    return names
 
 
 def check_checkpoint(path: Path) -> None:
@@ -257,7 +263,7 @@ def main(argv: Sequence[str] | None = None, on_progress: OnProgress | None = Non
     sizes = f"{setting.train.n_items} train items, {test.n_items} test items, {test.n_pairs} pairs"
     print(f"{setting.description}: {sizes}")
 
-    embedded = [m for m in args.method_names if m in ("knn", "mf", "cascade", LEARNED)]
+    embedded = [m for m in args.method_names if m in ("knn", "cluster", "mf", "cascade", LEARNED)]
     if embedded:
         from orchestrator.embedding import embed
 

@@ -116,5 +116,6 @@ describe("formatKnob", () => {
     expect(formatKnob("learned", 0.05)).toBe("λ = 0.05");
     expect(formatKnob("learned", 100.05)).toBe("λ = 0.05 + cascade");
     expect(formatKnob("cascade", 0.7)).toBe("τ = 0.7");
+    expect(formatKnob("cluster", 0.1)).toBe("λ = 0.1");
   });
 });

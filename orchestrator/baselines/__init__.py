@@ -3,7 +3,8 @@
 - random, cheapest, best single (chosen on train, or on the probe for an unseen pool);
 - oracle: the cheapest pair with the item's best recorded score, an UPPER BOUND that reads
   test scores by definition;
-- cascade (FrugalGPT), knn (kNN on MiniLM), mf (RouteLLM-style matrix factorization);
+- cascade (FrugalGPT), knn (kNN on MiniLM), cluster (AvengersPro-style k-means clusters on
+  MiniLM), mf (RouteLLM-style matrix factorization);
 - always_decompose (not applicable on outcome tables: they hold no composite tasks);
 - self_consistency: the best CoT / self-consistency pair, where the data records one.
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from orchestrator.baselines.cascade import CascadeRouter
+from orchestrator.baselines.cluster import ClusterRouter
 from orchestrator.baselines.knn import KnnRouter
 from orchestrator.baselines.mf import MfRouter
 from orchestrator.baselines.simple import (
@@ -32,6 +34,7 @@ BASELINES: dict[str, Callable[[], Method]] = {
     "oracle": OracleRouter,
     "cascade": CascadeRouter,
     "knn": KnnRouter,
+    "cluster": ClusterRouter,
     "mf": MfRouter,
     "always_decompose": AlwaysDecompose,
     "self_consistency": FixedPrimitiveRouter,
@@ -43,6 +46,7 @@ __all__ = [
     "BestSingleRouter",
     "CascadeRouter",
     "CheapestRouter",
+    "ClusterRouter",
     "FixedPrimitiveRouter",
     "KnnRouter",
     "MfRouter",

@@ -127,6 +127,13 @@ class LearnedMethod:
         self._train, self._gates = (train, batch), {}
         self.context = context if probe is None else make_context(probe, self._embed(probe), self._prices())
 
+    def calibrate(self, probe: OutcomeTable) -> None:
+        """Calibrate the fitted network on another probe of the same unseen pool (no new training:
+        with a probe, training does not depend on which probe it is)."""
+        if self.net is None:
+            raise RuntimeError("fit the method before calibrating it")
+        self.context = make_context(probe, self._embed(probe), self._prices())
+
     def _load(self, train: OutcomeTable, emb: np.ndarray, probe: OutcomeTable | None) -> None:
         """The checkpoint's network and the calibration it carries, as `policies.learned` loads
         them; its episode length; the train items' episodes for the cascade's gate."""

@@ -39,7 +39,8 @@ def seeded_vectors(texts: list[str], **_: Any) -> np.ndarray:
 def test_evaluation_progress_arrives_over_the_socket(
     page: Page, live_url: str, admin: User, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    for where in ("orchestrator.embedding", "orchestrator.baselines.knn", "orchestrator.baselines.cascade"):
+    baselines = ("knn", "cluster", "cascade")
+    for where in ("orchestrator.embedding", *(f"orchestrator.baselines.{name}" for name in baselines)):
         monkeypatch.setattr(f"{where}.embed", seeded_vectors)
     frames: list[dict[str, Any]] = []
     reads: list[str] = []

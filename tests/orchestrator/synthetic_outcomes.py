@@ -7,7 +7,7 @@ letters ("A" is right), so agreement between executed pairs carries signal.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -48,11 +48,11 @@ def synthetic_table(n: int = 160, seed: int = 0, dim: int = 384) -> tuple[Outcom
     return table, emb
 
 
-def lookup_embedder(table: OutcomeTable, emb: np.ndarray) -> Callable[[list[str]], np.ndarray]:
+def lookup_embedder(table: OutcomeTable, emb: np.ndarray) -> Callable[[Sequence[str]], np.ndarray]:
     """An embedder that returns the given vectors for the table's prompts."""
     by_prompt = {prompt: emb[i] for i, prompt in enumerate(table.prompts)}
 
-    def embed(texts: list[str]) -> np.ndarray:
+    def embed(texts: Sequence[str]) -> np.ndarray:
         return np.stack([by_prompt[t] for t in texts])
 
     return embed

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from orchestrator.evaluate import METHOD_NAMES
 from studio.models import Checkpoint, EvaluationRun, JobStatus, Role
 from studio.services.evaluations import PRESETS
 
@@ -31,7 +32,7 @@ def test_the_full_preset_caps_nothing_and_explicit_sizes_win(api_as) -> None:
     api = api_as(Role.RESEARCHER)
     full = api.post("/evaluations", {"preset": "full", "outcomes": ["routerbench.jsonl.gz"]}).json_body["config"]
     assert (full["max_train_items"], full["max_test_items"], full["learned"]) == (None, None, None)
-    assert len(full["methods"]) == 10  # every method
+    assert full["methods"] == list(METHOD_NAMES)  # every method
     learned = {"sft": {"epochs": 1}, "rl": {"iterations": 0}}
     sized = api.post("/evaluations", {"max_test_items": 50, "learned": learned}).json_body["config"]
     assert (sized["max_test_items"], sized["max_train_items"], sized["learned"]) == (50, 2000, learned)

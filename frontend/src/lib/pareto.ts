@@ -55,6 +55,7 @@ export const METHOD_ORDER = [
   "oracle",
   "cascade",
   "knn",
+  "cluster",
   "mf",
   "always_decompose",
   "self_consistency",
@@ -69,7 +70,7 @@ export function orderedMethods(report: EvaluationReport): [string, MethodReport]
 /** What a method's knob is called: λ prices cost, τ is the cascade's confidence threshold. */
 export function knobName(method: string): string {
   if (method === "cascade") return "τ";
-  return ["learned", "knn", "mf"].includes(method) ? "λ" : "knob";
+  return ["learned", "knn", "cluster", "mf"].includes(method) ? "λ" : "knob";
 }
 
 /** The learned policy's knobs at or above this offset are its agreement-cascade points (orchestrator/routing/methods.py). */

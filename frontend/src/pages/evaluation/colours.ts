@@ -7,6 +7,7 @@ const PALETTE: Record<string, string> = {
   oracle: "#6b46c1",
   cascade: "#d69e2e",
   knn: "#319795",
+  cluster: "#2b6cb0",
   mf: "#c53030",
   always_decompose: "#718096",
   self_consistency: "#b83280",

@@ -1,0 +1,136 @@
+"""The unseen-pools protocol (`orchestrator.evaluate_pools`): splits, tables, probes, the CLI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+import pytest
+
+from orchestrator.evaluate_pools import draw_splits, main, nested_probes, split_tables
+from orchestrator.outcomes import OutcomeRecord
+from orchestrator.routing.table import load_table
+from tests.orchestrator.synthetic import write
+
+BIG = [f"big-{n}" for n in range(9)]  # a source with enough models for models splits
+SMALL = ["small-a", "small-b", "small-c"]
+
+
+def _records() -> list[OutcomeRecord]:
+    rng = np.random.default_rng(0)
+    records = []
+    for source, models, n in (("big", BIG, 120), ("small", SMALL, 60)):
+        for i in range(n):
+            split: Literal["train", "test"] | None = None
+            if source == "big":
+                split = "test" if i % 4 == 0 else "train"
+            for m, model in enumerate(models):
+                records.append(
+                    OutcomeRecord(
+                        source=source,
+                        item_id=f"{source}.{i}",
+                        split=split,
+                        benchmark=f"{source}-bench",
+                        domain="math",
+                        prompt=f"{source} question {i}",
+                        gold=None,
+                        model=model,
+                        primitive="direct",
+                        response=None,
+                        score=float(rng.random() < 0.3 + 0.07 * m),
+                        prompt_tokens=100,
+                        completion_tokens=10,
+                        cost_usd=1e-4 * (m + 1),
+                        latency_s=None,
+                    )  # fmt: skip
+                )
+    return records
+
+
+@pytest.fixture
+def outcomes(tmp_path: Path) -> Path:
+    return write(tmp_path / "two-sources.jsonl.gz", _records())
+
+
+def test_splits_hold_out_some_of_a_big_sources_models_and_each_whole_source(outcomes: Path) -> None:
+    table = load_table([outcomes])
+    splits = draw_splits(table, per_source=4)
+    models = [s for s in splits if s.kind == "models"]
+    assert [s.name for s in models] == [f"big/models-{n}" for n in range(4)]  # small has too few models
+    assert all(4 <= len(s.unseen) <= 6 and set(s.unseen) <= set(BIG) for s in models)
+    assert len({s.unseen for s in models}) > 1  # drawn, not one split repeated
+    assert draw_splits(table, per_source=4) == splits  # the same splits every time
+    assert {(s.name, s.unseen) for s in splits if s.kind == "source"} == {
+        ("big/source", tuple(BIG)), ("small/source", tuple(SMALL))
+    }  # fmt: skip
+
+
+def test_a_split_tests_unseen_models_on_items_training_never_saw(outcomes: Path) -> None:
+    table = load_table([outcomes])
+    for split in draw_splits(table, per_source=3):
+        train, test = split_tables(table, split)
+        assert {m for m, _ in test.pairs} == set(split.unseen)
+        assert not {m for m, _ in train.pairs} & set(split.unseen)
+        assert not set(train.keys()) & set(test.keys())
+        if split.kind == "models":
+            assert set(test.splits) == {"test"} and set(test.sources) == {"big"}
+            assert {"big", "small"} == set(train.sources)  # the source's other models, and the other source
+        else:
+            assert set(test.sources) == {split.source} and split.source not in set(train.sources)
+
+
+def test_probes_are_nested_and_leave_the_same_test(outcomes: Path) -> None:
+    table = load_table([outcomes])
+    _, test = split_tables(table, draw_splits(table, per_source=1)[0])
+    probes, rest = nested_probes(test, [5, 10, 20], seed=3)
+    assert [probes[k].n_items for k in (5, 10, 20)] == [5, 10, 20]
+    assert set(probes[5].keys()) < set(probes[10].keys()) < set(probes[20].keys())
+    assert not set(probes[20].keys()) & set(rest.keys())
+    assert rest.n_items == test.n_items - 20
+
+
+def test_the_cli_prints_a_table_per_k_and_resumes(outcomes: Path, tmp_path: Path, capsys) -> None:
+    out = tmp_path / "results.jsonl"
+    argv = ["--outcomes", str(outcomes), "--splits", "2", "--k", "5,10", "--seeds", "0,1",
+            "--methods", "best_single,cheapest,random", "--out", str(out)]  # fmt: skip
+    assert main(argv) == 0
+    printed = capsys.readouterr().out
+    assert "K = 5 probe items" in printed and "K = 10 probe items" in printed
+    assert "4 splits" in printed  # big/models-0, big/models-1, big/source, small/source
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(rows) == 4 * 2 * 2 * 3  # splits x seeds x K x methods
+    assert all(0 <= row["aiq"] <= 1 for row in rows if row["method"] != "random")
+    assert main(argv) == 0  # everything is there: nothing runs again
+    assert len(out.read_text().splitlines()) == len(rows)
+    assert "K = 10 probe items" in capsys.readouterr().out
+    with pytest.raises(SystemExit):  # other settings, same file
+        main([*argv, "--max-test-items", "20"])
+    assert "holds results made otherwise" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("argv", "words"),
+    [
+        (["--k", "0"], "--k must list probe sizes"),
+        (["--k", "ten"], "comma-separated list"),
+        (["--methods", "oracle2"], "unknown method"),
+        (["--only", "nope/models-9"], "no such split"),
+    ],
+)
+def test_bad_arguments_are_one_line(outcomes: Path, argv: list[str], words: str, capsys) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(["--outcomes", str(outcomes), "--methods", "cheapest", *argv] if "--methods" not in argv else
+             ["--outcomes", str(outcomes), *argv])  # fmt: skip
+    assert exit_.value.code == 2
+    assert words in capsys.readouterr().err
+
+
+def test_a_results_file_that_is_not_json_lines_is_refused(outcomes: Path, tmp_path: Path, capsys) -> None:
+    out = tmp_path / "results.jsonl"
+    out.write_text("not json\n")
+    with pytest.raises(SystemExit):
+        main(["--outcomes", str(outcomes), "--methods", "cheapest", "--out", str(out)])
+    assert "results.jsonl:1: not a JSON line" in capsys.readouterr().err
+    assert out.read_text() == "not json\n"
