@@ -64,8 +64,11 @@ class CascadePlan:
 
 
 def plan_cascade(net: PolicyNet, batch: EpisodeBatch, lam: float, max_steps: int) -> CascadePlan:
-    at_lam = first_scores(net, batch, lam, max_steps)
-    at_zero = first_scores(net, batch, 0.0, max_steps)
+    return plan_from_scores(first_scores(net, batch, lam, max_steps), first_scores(net, batch, 0.0, max_steps), batch)
+
+
+def plan_from_scores(at_lam: torch.Tensor, at_zero: torch.Tensor, batch: EpisodeBatch) -> CascadePlan:
+    """The plan from the first call's logits [B, P] at λ and at λ = 0 (-inf: not callable)."""
     top = at_lam.topk(min(1 + SECOND_OPINIONS, at_lam.shape[1]), dim=1)
     ranked = torch.where(torch.isfinite(top.values), top.indices, torch.full_like(top.indices, -1)).numpy()
     if ranked.shape[1] < 1 + SECOND_OPINIONS:  # a pool of fewer pairs

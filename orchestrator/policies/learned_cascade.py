@@ -15,17 +15,15 @@ of highest per-item accuracy estimate.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import torch
 
 from orchestrator.envelope import TRANSIENT_ERRORS
-from orchestrator.learning.cascade import SECOND_OPINIONS, CascadePlan, Choice, run_cascade
-from orchestrator.learning.episode import ACC, step_logits
+from orchestrator.learning.cascade import CascadePlan, Choice, plan_from_scores, run_cascade
+from orchestrator.learning.episode import step_logits
 from orchestrator.learning.features import answer_key
 from orchestrator.protocol import Accept, Action, NodeView, Observation, PairRef, Solve
 
@@ -56,13 +54,7 @@ def plan_node(
         p = len(episode.refs)
         at_lam = step_logits(policy.net, batch, torch.tensor([policy.lam(observation)]), none, episode.last, 0, steps)
         at_zero = step_logits(policy.net, batch, torch.tensor([0.0]), none, episode.last, 0, steps)
-    at_lam, at_zero = at_lam[:, :p], at_zero[:, :p]
-    top = at_lam.topk(min(1 + SECOND_OPINIONS, p), dim=1)
-    ranked = torch.where(torch.isfinite(top.values), top.indices, torch.full_like(top.indices, -1)).numpy()
-    ranked = np.pad(ranked, ((0, 0), (0, 1 + SECOND_OPINIONS - ranked.shape[1])), constant_values=-1)
-    estimate = batch.pairs[..., ACC + 1].masked_fill(~batch.available, -math.inf)
-    escalate = torch.stack([at_zero.argmax(1), estimate.argmax(1)], dim=1).numpy()
-    plan = CascadePlan(ranked=ranked.astype(np.int64), escalate=escalate.astype(np.int64))
+    plan = plan_from_scores(at_lam[:, :p], at_zero[:, :p], batch)
     return plan, list(episode.refs)
 
 
