@@ -51,6 +51,7 @@ from orchestrator.evaluate import (
     method_names,
     run_method,
     single_pair_points,
+    subsample,
 )
 from orchestrator.evaluate_report import LEARNED, Setting
 from orchestrator.routing.table import OutcomeTable, default_prices, load_table, probe_split
@@ -126,19 +127,13 @@ def nested_probes(test: OutcomeTable, ks: Sequence[int], seed: int) -> tuple[dic
     return {k: largest.rows(np.sort(order[:k])) for k in ks}, rest
 
 
-def subsample(table: OutcomeTable, cap: int | None, seed: int) -> OutcomeTable:
-    if cap is None or table.n_items <= cap:
-        return table
-    return table.rows(np.sort(np.random.default_rng(seed).choice(table.n_items, size=cap, replace=False)))
-
-
 def evaluate_split(
     table: OutcomeTable, split: Split, seed: int, args: argparse.Namespace, done: set[tuple[str, int, int, str]]
 ) -> list[dict[str, Any]]:
     """One row per (K, method) not in `done`: the method's AIQ and best macro on this split and seed."""
     train, test = split_tables(table, split)
-    train = subsample(train, args.max_train_items, seed)
-    test = subsample(test, args.max_test_items, seed + 1)
+    train = subsample(train, args.max_train_items, seed=seed)
+    test = subsample(test, args.max_test_items, seed=seed + 1)
     probes, test = nested_probes(test, args.k, seed)
     singles = single_pair_points(test)
     anchors = anchors_of(singles)
