@@ -14,7 +14,7 @@ import io
 import json
 import os
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any, Literal
@@ -192,6 +192,6 @@ def tokens_from_chars(chars: int) -> int:
     return max(1, round(chars / CHARS_PER_TOKEN)) if chars else 0
 
 
-def cost_from_prices(prompt_tokens: int, completion_tokens: int, prices: dict[str, float]) -> float:
+def cost_from_prices(prompt_tokens: int, completion_tokens: int, prices: Mapping[str, float]) -> float:
     """USD from a price entry `{"input_per_mtok": ..., "output_per_mtok": ...}`."""
     return (prompt_tokens * prices["input_per_mtok"] + completion_tokens * prices["output_per_mtok"]) / 1e6

@@ -21,10 +21,17 @@ reads the features the evaluation reads. A repair after a failed attempt sees th
 as an executed pair with no answer. Pairs of the pool that the checkpoint never saw get the
 pool's mean accuracy at their listed prices.
 
+A pool the checkpoint never saw can bring its own calibration: its probe outcomes
+(`calibration`, see `policies.learned_calibration`). The run is then calibrated on them, as
+the unseen-pool evaluation calibrates on its probe (`LearnedMethod.calibrate`): the probe's
+pairs are the columns, and only the pool's pairs the probe does not cover get the mean. The
+network, its cascade gates and its episode length stay the checkpoint's.
+
 Config: `checkpoint` (else $ORCHESTRA_POLICY_CHECKPOINT), `preset` (cheap / balanced /
 best) or `cost_preference` (λ), `retries`, `reward_model` (an OrchRM checkpoint, for
-best-of-N), and optionally `embedder` (a callable
-texts -> [n, 384] vectors; default `orchestrator.embedding.embed`, for tests and benches).
+best-of-N), `cascade`, `calibration` (the pool's probe outcomes), and optionally `embedder`
+(a callable texts -> [n, 384] vectors; default `orchestrator.embedding.embed`, for tests
+and benches).
 """
 
 from __future__ import annotations
@@ -33,7 +40,7 @@ import math
 import os
 import zlib
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -60,8 +67,10 @@ from orchestrator.learning.features import (
 )
 from orchestrator.learning.model import PolicyNet, load_checkpoint
 from orchestrator.learning.sft import SFTConfig
+from orchestrator.outcomes import OutcomeRecord
 from orchestrator.policies import COST_PRESETS, register
 from orchestrator.policies.default import DefaultConfig, DefaultPolicy
+from orchestrator.policies.learned_calibration import calibration_context, parse_calibration
 from orchestrator.policies.learned_cascade import Gate, parse_gate
 from orchestrator.policies.learned_cascade import review as cascade_review
 from orchestrator.protocol import Accept, Action, NodeView, Observation, Pair, PairRef, Repair, Solve
@@ -83,6 +92,8 @@ class LearnedPolicyConfig:
     # Review answers by the agreement cascade: a gate (benchmark -> (second opinion, escalation)),
     # or True for the checkpoint's own gate at the nearest λ it was fit at (its presets').
     cascade: Gate | bool | None = None
+    # The pool's probe outcomes: calibrate on them instead of on the checkpoint's pool.
+    calibration: tuple[OutcomeRecord, ...] | None = None
 
     @classmethod
     def from_mapping(cls, config: Mapping[str, Any]) -> LearnedPolicyConfig:
@@ -101,13 +112,15 @@ class LearnedPolicyConfig:
             retries=int(config.get("retries", 1)),
             reward_model=str(config["reward_model"]) if config.get("reward_model") else None,
             cascade=parse_gate(config.get("cascade")),
+            calibration=parse_calibration(config.get("calibration")),
         )
 
 
 @dataclass(frozen=True)
 class LoadedPolicy:
     """A checkpoint, ready to decide: its network, the calibration of the pool it was trained
-    on (pair features, exactly as the evaluation computes them), and its episode length."""
+    on (pair features, exactly as the evaluation computes them; a run with the pool's own
+    calibration replaces it and its columns), and its episode length."""
 
     net: PolicyNet
     context: PoolContext
@@ -119,10 +132,14 @@ class LoadedPolicy:
 def load_policy(path: Path) -> LoadedPolicy:
     net, payload = load_checkpoint(path)
     context = context_from_payload(payload["context"]) if "context" in payload else legacy_context(payload["pool"])
-    columns = {(info.model, info.primitive): j for j, info in enumerate(context.infos)}
     max_steps = int(payload.get("train", {}).get("sft", {}).get("max_steps", SFTConfig().max_steps))
     gates = gates_from_payload(payload.get("cascade", {}))
-    return LoadedPolicy(net=net, context=context, columns=columns, max_steps=max_steps, gates=gates)
+    return LoadedPolicy(net=net, context=context, columns=pair_columns(context), max_steps=max_steps, gates=gates)
+
+
+def pair_columns(context: PoolContext) -> dict[tuple[str, str], int]:
+    """(model, primitive) -> the pair's column in the context."""
+    return {(info.model, info.primitive): j for j, info in enumerate(context.infos)}
 
 
 def legacy_context(pool: Mapping[str, Any]) -> PoolContext:
@@ -169,6 +186,9 @@ class LearnedPolicy(DefaultPolicy):
         self.loaded = loaded or load_once("learned_policy", config.checkpoint, load_policy)
         self.net = self.loaded.net
         self.embedder = embedder
+        if config.calibration is not None:  # the pool's own calibration, in place of the checkpoint's
+            context = calibration_context(config.calibration, self._embedder())
+            self.loaded = replace(self.loaded, context=context, columns=pair_columns(context))
         self._knn: dict[tuple[str, str], np.ndarray] = {}
         if config.cascade is True and not self.loaded.gates:
             raise ValueError(f"{config.checkpoint} carries no cascade gate (trained before they did): train it again")
@@ -274,12 +294,15 @@ class LearnedPolicy(DefaultPolicy):
             logit = self.net.decompose_logit(self.net.encode_task(task), lam)
         return bool(logit.item() > 0)
 
-    def _embed(self, text: str) -> np.ndarray:
+    def _embedder(self) -> Embedder:
         if self.embedder is None:
             from orchestrator.embedding import embed
 
             self.embedder = embed
-        return np.asarray(self.embedder([text]), dtype=np.float32)
+        return self.embedder
+
+    def _embed(self, text: str) -> np.ndarray:
+        return np.asarray(self._embedder()([text]), dtype=np.float32)
 
     def _item_accuracy(self, text: str, domain: str, emb: np.ndarray, acc: np.ndarray) -> np.ndarray:
         """The per-item accuracy of each pair from the nearest calibration items: the same for
@@ -293,8 +316,8 @@ class LearnedPolicy(DefaultPolicy):
 
     def episode(self, node: NodeView, observation: Observation, candidates: Sequence[Pair]) -> NodeEpisode:
         """The node as the evaluation encodes an item (`learning.dataset.encode`): pair features
-        from the checkpoint's calibration for the node's text and domain, the candidates
-        available, and the pairs its attempts called."""
+        from the run's calibration (the checkpoint's, or the pool's own) for the node's text and
+        domain, the candidates available, and the pairs its attempts called."""
         context, columns = self.loaded.context, self.loaded.columns
         calib = context.calibration
         domain = node.domain or observation.domain

@@ -8,13 +8,14 @@ recording has no cost and no price is known for its model.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import chain
 from pathlib import Path
 
 import numpy as np
 
-from orchestrator.outcomes import OutcomeFormatError, cost_from_prices, read_outcomes, read_prices
+from orchestrator.outcomes import OutcomeFormatError, OutcomeRecord, cost_from_prices, read_outcomes, read_prices
 
 Pair = tuple[str, str]  # (model, primitive)
 
@@ -121,36 +122,49 @@ def load_routable(paths: Sequence[str | Path], prices: Path | None = None) -> Ou
 
 
 def load_table(paths: Sequence[str | Path], prices: Path | None = None) -> OutcomeTable:
-    """Read outcome files into one table; items keyed by (source, item_id), pairs sorted.
+    """Read outcome files into one table (`table_from_records` on all their records).
 
-    A record without a cost is priced from `prices` (model -> $/Mtok in and out) at its
-    recorded or estimated tokens; without a price its cost stays NaN. An item's split is the
-    one most of its records carry (RouterBench has items whose halves sit in two split files).
+    A record without a cost is priced from `prices` (a prices.json); without a price its
+    cost stays NaN.
     """
     price_map = read_prices(prices) if prices is not None else {}
+    return table_from_records(chain.from_iterable(read_outcomes(path) for path in paths), price_map)
+
+
+def table_from_records(
+    records: Iterable[OutcomeRecord], prices: Mapping[str, Mapping[str, float]] | None = None
+) -> OutcomeTable:
+    """Outcome records as one table; items keyed by (source, item_id), in order of first
+    appearance, pairs sorted.
+
+    A record without a cost is priced from `prices` (model -> $/Mtok in and out) at its
+    recorded or estimated tokens; without a price its cost stays NaN. Where several records
+    give one cell, the last counts. An item's split is the one most of its records carry
+    (RouterBench has items whose halves sit in two split files).
+    """
+    price_map = prices or {}
     item_index: dict[tuple[str, str], int] = {}
     meta: list[tuple[str, str, str, str]] = []  # (prompt, benchmark, domain, source)
     split_votes: list[Counter[str | None]] = []
     cells: dict[tuple[int, Pair], tuple[float, float, float, float, str | None]] = {}
-    for path in paths:
-        for record in read_outcomes(path):
-            key = (record.source, record.item_id)
-            row = item_index.get(key)
-            if row is None:
-                row = item_index[key] = len(meta)
-                meta.append((record.prompt, record.benchmark, record.domain, record.source))
-                split_votes.append(Counter())
-            split_votes[row][record.split] += 1
-            cost = record.cost_usd
-            if cost is None and record.model in price_map:
-                cost = cost_from_prices(record.tokens_in, record.tokens_out, price_map[record.model])
-            cells[(row, (record.model, record.primitive))] = (
-                float(record.score),
-                float("nan") if cost is None else float(cost),
-                float(record.tokens_in),
-                float(record.tokens_out),
-                record.response,
-            )
+    for record in records:
+        key = (record.source, record.item_id)
+        row = item_index.get(key)
+        if row is None:
+            row = item_index[key] = len(meta)
+            meta.append((record.prompt, record.benchmark, record.domain, record.source))
+            split_votes.append(Counter())
+        split_votes[row][record.split] += 1
+        cost = record.cost_usd
+        if cost is None and record.model in price_map:
+            cost = cost_from_prices(record.tokens_in, record.tokens_out, price_map[record.model])
+        cells[(row, (record.model, record.primitive))] = (
+            float(record.score),
+            float("nan") if cost is None else float(cost),
+            float(record.tokens_in),
+            float(record.tokens_out),
+            record.response,
+        )
 
     pairs = sorted({pair for _, pair in cells})
     column = {pair: j for j, pair in enumerate(pairs)}

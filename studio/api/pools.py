@@ -33,12 +33,16 @@ class PoolIn(Body):
 class PoolPatch(Body):
     name: str | None = Field(None, min_length=1, max_length=100)
     description: str | None = Field(None, max_length=10_000)
+    calibration_source: str | None = Field(
+        None, max_length=50, description="the recorded-outcome source of the pool's probe outcomes; '' for none"
+    )
 
 
 class PoolOut(Schema):
     id: int
     name: str
     description: str
+    calibration_source: str = Field(description="the learned policy calibrates on this source's outcomes")
     created_at: datetime
     updated_at: datetime
 

@@ -7,6 +7,11 @@ from django.db.models import Q
 class ModelPool(models.Model):
     name = models.CharField(max_length=100, unique=True)
     description = models.TextField(blank=True)
+    calibration_source = models.CharField(
+        max_length=50,
+        blank=True,
+        help_text="the RecordedOutcome source whose rows for the pool's models are its probe outcomes",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

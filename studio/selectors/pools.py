@@ -1,9 +1,17 @@
 from __future__ import annotations
 
+from typing import Any
+
 from django.db.models import QuerySet
 
 from studio.errors import NotFound
-from studio.models import Admissibility, ModelEndpoint, ModelPool, Primitive
+from studio.models import Admissibility, ModelEndpoint, ModelPool, Primitive, RecordedOutcome
+
+# The fields of a probe outcome the learned policy calibrates on (`policies.learned_calibration`).
+CALIBRATION_FIELDS = (
+    "item_id", "prompt", "domain", "benchmark", "model", "primitive", "score", "cost_usd",
+    "prompt_tokens", "completion_tokens", "response",
+)  # fmt: skip
 
 
 def pool_list(*, search: str = "") -> QuerySet[ModelPool]:
@@ -16,6 +24,27 @@ def pool_get(*, pool_id: int) -> ModelPool:
     if pool is None:
         raise NotFound(f"Pool {pool_id} does not exist.")
     return pool
+
+
+def pool_models(*, pool_id: int) -> set[str]:
+    """The models of the pool's endpoints, as RecordedOutcome names them (no `replay/` prefix)."""
+    models = ModelEndpoint.objects.filter(pool_id=pool_id).values_list("model", flat=True)
+    return {model.removeprefix("replay/") for model in models}
+
+
+def calibration_rows(*, source: str, pool_id: int) -> QuerySet[RecordedOutcome]:
+    """The recorded outcomes of `source` for the pool's models: its probe outcomes, in import order."""
+    return RecordedOutcome.objects.filter(source=source, model__in=pool_models(pool_id=pool_id)).order_by("pk")
+
+
+def pool_calibration(*, pool_id: int) -> list[dict[str, Any]]:
+    """The pool's probe outcomes as the learned policy's `calibration` records; [] when the pool
+    names no calibration source or the source has no row for its models."""
+    source = ModelPool.objects.filter(pk=pool_id).values_list("calibration_source", flat=True).first()
+    if not source:
+        return []
+    rows = calibration_rows(source=source, pool_id=pool_id).values(*CALIBRATION_FIELDS)
+    return [{**row, "cost_usd": None if row["cost_usd"] is None else float(row["cost_usd"])} for row in rows]
 
 
 def endpoint_list(*, pool_id: int) -> QuerySet[ModelEndpoint]:

@@ -265,7 +265,8 @@ def _policy(run: Run, state: RunState) -> Policy | None:
     """The run's policy; None, with the run ended, when it cannot be made (a checkpoint that no
     longer loads: the run ends rather than fail every step again)."""
     try:
-        return make_policy(run.policy, policy_config(run.policy_config, run.checkpoint, best_of=run.best_of))
+        config = policy_config(run.policy_config, run.checkpoint, best_of=run.best_of, pool_id=run.pool_id)
+        return make_policy(run.policy, config)
     except Exception as error:
         log.exception("policy %s could not be made for run %s", run.policy, run.pk)
         reason = f"the policy {run.policy!r} could not be loaded: {type(error).__name__}: {error}"

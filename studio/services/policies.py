@@ -1,6 +1,7 @@
 """Which policy a run acts under, and with what: its config plus, for the learned policy,
-the checkpoint it loads (the one the run names, else the default policy checkpoint), and
-for a best-of-N run the default reward model that picks among the candidates."""
+the checkpoint it loads (the one the run names, else the default policy checkpoint) and the
+probe outcomes of its pool's calibration source (`ModelPool.calibration_source`), and for a
+best-of-N run the default reward model that picks among the candidates."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from orchestrator.errors import CheckpointError
 from orchestrator.policies import make_policy
 from studio.errors import Invalid, ServerError
 from studio.models import Checkpoint, CheckpointKind
+from studio.selectors.pools import pool_calibration
 from studio.services.reward import reward_model_file
 
 log = logging.getLogger(__name__)
@@ -50,13 +52,21 @@ def run_checkpoint(*, policy: str, checkpoint_id: int | None) -> Checkpoint | No
     return checkpoint
 
 
-def policy_config(config: dict[str, Any], checkpoint: Checkpoint | None, *, best_of: int = 1) -> dict[str, Any]:
+def policy_config(
+    config: dict[str, Any], checkpoint: Checkpoint | None, *, best_of: int = 1, pool_id: int | None = None
+) -> dict[str, Any]:
     """The config a policy is made with: the run's own, plus its checkpoint's file, plus for
     best_of > 1 the default reward model's file (absent when there is none: the run then
-    solves with its first choice, as for best_of 1)."""
+    solves with its first choice, as for best_of 1), plus for a checkpointed policy on the
+    pool `pool_id` the pool's probe outcomes as `calibration`, where it has some and the
+    run's config brings none."""
     full = dict(config)
     if checkpoint is not None:
         full["checkpoint"] = str(Path(settings.DATA_DIR) / checkpoint.path)
+        if pool_id is not None and "calibration" not in full:
+            calibration = pool_calibration(pool_id=pool_id)
+            if calibration:
+                full["calibration"] = calibration
     if best_of > 1:
         reward_model = reward_model_file()
         if reward_model is not None:

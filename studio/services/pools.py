@@ -11,6 +11,7 @@ from django.db.models import ProtectedError
 from studio.crypto import encrypt_secret
 from studio.errors import Conflict, Invalid, NotFound
 from studio.models import Admissibility, ModelEndpoint, ModelPool, Primitive
+from studio.selectors.pools import calibration_rows
 
 ENDPOINT_FIELDS = {
     "name",
@@ -78,10 +79,23 @@ def pool_create(*, name: str, description: str = "") -> ModelPool:
     return pool
 
 
+def check_calibration_source(pool: ModelPool) -> None:
+    """A calibration source must have recorded outcomes for at least one of the pool's models."""
+    source = pool.calibration_source
+    if source and not calibration_rows(source=source, pool_id=pool.pk).exists():
+        raise Invalid(
+            "calibration_source",
+            f"Source {source!r} has no recorded outcome for a model of pool {pool.name!r}: "
+            "import the pool's probe outcomes under that source first (manage.py import_outcomes).",
+        )
+
+
 @transaction.atomic
 def pool_update(*, pool_id: int, changes: dict[str, Any]) -> ModelPool:
     pool = _get(ModelPool, pool_id, "Pool")
-    _apply(pool, changes, {"name", "description"})
+    _apply(pool, changes, {"name", "description", "calibration_source"})
+    if "calibration_source" in changes:
+        check_calibration_source(pool)
     _save_unique(pool, f"A pool named {pool.name!r} already exists.")
     return pool
 

@@ -8,6 +8,7 @@ letters ("A" is right), so agreement between executed pairs carries signal.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 import numpy as np
 
@@ -62,7 +63,7 @@ def outcome_records(table: OutcomeTable) -> list[OutcomeRecord]:
     """The table as canonical records (every item recorded for every pair), for a file."""
     return [
         OutcomeRecord(
-            source="synthetic",
+            source=table.sources[i],
             item_id=table.item_ids[i],
             split=None,
             benchmark="synthetic",
@@ -81,3 +82,23 @@ def outcome_records(table: OutcomeTable) -> list[OutcomeRecord]:
         for i in range(table.n_items)
         for j, (model, primitive) in enumerate(table.pairs)
     ]
+
+
+# The synthetic pool's pairs under names no checkpoint trained on the synthetic table has seen.
+UNSEEN_PAIRS = [("claude-3-opus", "direct"), ("gemma-2-27b", "direct"), ("qwen-1.5b", "direct")]
+
+
+def unseen_table(n: int = 60, seed: int = 3) -> tuple[OutcomeTable, np.ndarray]:
+    """(table, embeddings) of the synthetic structure under other models, items and prompts,
+    costs to 10 decimals (as the studio stores them): a pool a checkpoint trained on
+    `synthetic_table` never saw."""
+    table, emb = synthetic_table(n=n, seed=seed)
+    renamed = replace(
+        table,
+        item_ids=[f"u.{i}" for i in range(n)],
+        prompts=[f"unseen question {i}" for i in range(n)],
+        sources=["unseen"] * n,
+        pairs=list(UNSEEN_PAIRS),
+        cost=np.round(table.cost, 10),
+    )
+    return renamed, emb

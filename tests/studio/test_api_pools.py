@@ -2,8 +2,10 @@ from __future__ import annotations
 
 import pytest
 
+from orchestrator.outcomes import prompt_key
 from studio.crypto import decrypt_secret
-from studio.models import ModelEndpoint, Role
+from studio.models import ModelEndpoint, RecordedOutcome, Role
+from studio.selectors.pools import pool_calibration
 from tests.conftest import Api
 from tests.factories import EndpointFactory, PoolFactory, PrimitiveFactory, RunFactory
 
@@ -26,6 +28,42 @@ def test_pool_crud(admin_api: Api) -> None:
 
     assert admin_api.delete(f"/pools/{pool_id}").status_code == 204
     assert admin_api.get(f"/pools/{pool_id}").status_code == 404
+
+
+def _recorded(source: str, model: str) -> None:
+    prompt = f"What is 1 + 1? ({source})"
+    RecordedOutcome.objects.create(
+        source=source, item_id=f"{source}.1", benchmark="gsm8k", domain="math", prompt=prompt,
+        prompt_sha256=prompt_key(prompt), model=model, primitive="direct", response="2", score=1.0,
+        prompt_tokens=12, completion_tokens=3, cost_usd=0.00125,
+    )  # fmt: skip
+
+
+def test_a_calibration_source_needs_recorded_outcomes_for_the_pools_models(admin_api: Api) -> None:
+    endpoint = EndpointFactory(name="m", model="replay/model-a")
+    pool_url = f"/pools/{endpoint.pool_id}"
+    _recorded("probe-a", "model-a")
+    _recorded("probe-b", "model-b")  # another pool's model
+    for source in ("nowhere", "probe-b"):
+        response = admin_api.patch(pool_url, {"calibration_source": source})
+        assert response.status_code == 422, source
+        assert response.json_body["field"] == "calibration_source"
+        assert f"Source {source!r} has no recorded outcome for a model of pool" in response.json_body["detail"]
+    assert admin_api.get(pool_url).json_body["calibration_source"] == ""
+    assert pool_calibration(pool_id=endpoint.pool_id) == []
+
+    assert admin_api.patch(pool_url, {"calibration_source": "probe-a"}).json_body["calibration_source"] == "probe-a"
+    assert admin_api.get(pool_url).json_body["calibration_source"] == "probe-a"
+    # What a learned run on the pool calibrates on: its models' rows of that source only.
+    assert pool_calibration(pool_id=endpoint.pool_id) == [
+        {
+            "item_id": "probe-a.1", "prompt": "What is 1 + 1? (probe-a)", "domain": "math", "benchmark": "gsm8k",
+            "model": "model-a", "primitive": "direct", "score": 1.0, "cost_usd": 0.00125, "prompt_tokens": 12,
+            "completion_tokens": 3, "response": "2",
+        }
+    ]  # fmt: skip
+    assert admin_api.patch(pool_url, {"calibration_source": ""}).json_body["calibration_source"] == ""
+    assert pool_calibration(pool_id=endpoint.pool_id) == []
 
 
 def test_duplicate_pool_name_is_409(admin_api: Api) -> None:

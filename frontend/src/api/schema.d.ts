@@ -1623,6 +1623,11 @@ export interface components {
         /** PoolOut */
         PoolOut: {
             /**
+             * Calibration Source
+             * @description the learned policy calibrates on this source's outcomes
+             */
+            calibration_source: string;
+            /**
              * Created At
              * Format: date-time
              */
@@ -1641,6 +1646,11 @@ export interface components {
         };
         /** PoolPatch */
         PoolPatch: {
+            /**
+             * Calibration Source
+             * @description the recorded-outcome source of the pool's probe outcomes; '' for none
+             */
+            calibration_source?: string | null;
             /** Description */
             description?: string | null;
             /** Name */
