@@ -53,7 +53,9 @@ from orchestrator.evaluate import (
     single_pair_points,
     subsample,
 )
-from orchestrator.evaluate_report import LEARNED, Setting
+from orchestrator.evaluate_report import LEARNED, MethodResult, Setting
+from orchestrator.policies import COST_PRESETS
+from orchestrator.routing.metrics import Point
 from orchestrator.routing.table import OutcomeTable, default_prices, load_table, probe_split
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -155,13 +157,61 @@ def evaluate_split(
                 result = run_method(method, setting, seed)
             add_frontier_metrics(result, cost_range, anchors)
             best = max((p.macro_acc for p in result.points), default=float("nan"))
+            cheap = cheap_end(result, probes[k], singles) if name == LEARNED else None
             rows.append(
                 {"split": split.name, "kind": split.kind, "unseen": list(split.unseen), "seed": seed, "k": k,
                  "method": name, "aiq": result.aiq, "best_macro": best, "not_applicable": result.not_applicable,
                  "train_items": train.n_items, "test_items": test.n_items, "seconds": time.perf_counter() - started,
-                 "strong": anchors.strong[1], "weak": anchors.weak[1], "setup": args.setup}
+                 "strong": anchors.strong[1], "weak": anchors.weak[1], "cheap": cheap, "setup": args.setup}
             )  # fmt: skip
     return rows
+
+
+def cheap_end(result: MethodResult, probe: OutcomeTable, singles: dict[str, Point]) -> dict[str, Any] | None:
+    """The learned policy at the `cheap` preset against the cheap end of the pool: the cheapest
+    model's accuracy, and the cost of the pair the probe shows best at the preset's λ (probe
+    accuracy - λ · probe cost / the probe's most expensive pair), both on the test items."""
+    lam = COST_PRESETS["cheap"]
+    point = next((p for p in result.points if p.knob is not None and abs(p.knob - lam) < 1e-9), None)
+    if point is None or not singles:
+        return None
+    known = probe.available()
+    acc = np.array([probe.score[known[:, j], j].mean() if known[:, j].any() else 0.0 for j in range(probe.n_pairs)])
+    cost = np.array([probe.cost[known[:, j], j].mean() if known[:, j].any() else np.inf for j in range(probe.n_pairs)])
+    utility = acc - lam * cost / max(float(cost[np.isfinite(cost)].max(initial=0.0)), 1e-12)
+    model, primitive = probe.pairs[int(np.argmax(utility))]
+    chosen = model if primitive == "direct" else f"{model}/{primitive}"
+    weakest = min(singles.values(), key=lambda p: (p[0], -p[1]))
+    return {
+        "macro": point.macro_acc, "cost": point.cost_per_query, "cheapest_macro": weakest[1],
+        "probe_pair": chosen, "probe_pair_cost": singles[chosen][0] if chosen in singles else None,
+    }  # fmt: skip
+
+
+def cheap_end_line(rows: Sequence[dict[str, Any]]) -> str | None:
+    """How often the learned `cheap` point is at least as accurate as the cheapest model at no
+    more than the probe's best pair's cost (one figure per split: the mean of its seeds)."""
+    per_split: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        if row["method"] == LEARNED and row.get("cheap") and row["cheap"].get("probe_pair_cost") is not None:
+            per_split.setdefault(row["split"], []).append(row["cheap"])
+    if not per_split:
+        return None
+    met = 0
+    for cells in per_split.values():
+        macro, cost = np.mean([c["macro"] for c in cells]), np.mean([c["cost"] for c in cells])
+        floor, ceiling = np.mean([c["cheapest_macro"] for c in cells]), np.mean([c["probe_pair_cost"] for c in cells])
+        met += bool(macro >= floor and cost <= ceiling * (1 + 1e-9))
+    cells = [c for split in per_split.values() for c in split]
+
+    def mean(key: str) -> float:
+        return float(np.mean([c[key] for c in cells]))
+
+    return (
+        f"cheap preset: learned {mean('macro'):.4f} at ${mean('cost'):.3e}; "
+        f"cheapest model {mean('cheapest_macro'):.4f}; the probe's best pair at that λ costs "
+        f"${mean('probe_pair_cost'):.3e}; both held in {met} of {len(per_split)} splits"
+    )
 
 
 def summarize(rows: Sequence[dict[str, Any]], methods: Sequence[str], ks: Sequence[int]) -> str:
@@ -191,6 +241,9 @@ def summarize(rows: Sequence[dict[str, Any]], methods: Sequence[str], ks: Sequen
             lines.append(f"{name:14} {np.mean(values):9.4f} {sd:7.4f} {len(values):6} {wins[name]:8}")
         if LEARNED in methods and per_split:
             lines.append(f"learned is best in {wins.get(LEARNED, 0)} of {len(per_split)} splits")
+            cheap = cheap_end_line(at_k)
+            if cheap is not None:
+                lines.append(cheap)
     return "\n".join(lines)
 
 

@@ -9,8 +9,11 @@ from typing import Literal
 import numpy as np
 import pytest
 
-from orchestrator.evaluate_pools import draw_splits, main, nested_probes, split_tables
+from orchestrator.evaluate import single_pair_points
+from orchestrator.evaluate_pools import cheap_end, cheap_end_line, draw_splits, main, nested_probes, split_tables
+from orchestrator.evaluate_report import MethodResult, PointResult
 from orchestrator.outcomes import OutcomeRecord
+from orchestrator.policies import COST_PRESETS
 from orchestrator.routing.table import load_table
 from tests.orchestrator.synthetic import write
 
@@ -134,3 +137,30 @@ def test_a_results_file_that_is_not_json_lines_is_refused(outcomes: Path, tmp_pa
         main(["--outcomes", str(outcomes), "--methods", "cheapest", "--out", str(out)])
     assert "results.jsonl:1: not a JSON line" in capsys.readouterr().err
     assert out.read_text() == "not json\n"
+
+
+def test_the_cheap_end_compares_the_cheap_preset_with_the_cheapest_model_and_the_probes_best_pair(
+    outcomes: Path,
+) -> None:
+    table = load_table([outcomes])
+    _, test = split_tables(table, draw_splits(table, per_source=1)[0])
+    probes, rest = nested_probes(test, [20], seed=0)
+    singles = single_pair_points(rest)
+    point = PointResult(knob=COST_PRESETS["cheap"], macro_acc=0.5, cost_per_query=2e-4, calls_per_query=1.0,
+                        per_domain={}, per_benchmark={}, violations=0)  # fmt: skip
+    result = MethodResult(name="learned", points=[point])
+    cheap = cheap_end(result, probes[20], singles)
+    assert cheap is not None
+    assert cheap["macro"] == 0.5 and cheap["cost"] == 2e-4
+    assert cheap["cheapest_macro"] == min(singles.values())[1]  # the cheapest model's accuracy on test
+    # The probe's best pair at λ = 1: its accuracy on the probe less its cost in units of the dearest.
+    probe = probes[20]
+    acc, cost = np.nanmean(probe.score, axis=0), np.nanmean(probe.cost, axis=0)
+    best = int(np.argmax(acc - COST_PRESETS["cheap"] * cost / cost.max()))
+    assert cheap["probe_pair"] == probe.pairs[best][0]
+    assert cheap["probe_pair_cost"] == singles[probe.pairs[best][0]][0]
+    line = cheap_end_line([{"method": "learned", "split": "s", "cheap": cheap}])
+    assert line is not None and "held in" in line
+    held = cheap["macro"] >= cheap["cheapest_macro"] and cheap["cost"] <= cheap["probe_pair_cost"]
+    assert line.endswith(f"held in {int(held)} of 1 splits")
+    assert cheap_end(MethodResult(name="learned"), probe, singles) is None  # no cheap point: nothing to say
