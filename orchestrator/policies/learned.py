@@ -67,10 +67,9 @@ from orchestrator.learning.features import (
 )
 from orchestrator.learning.model import PolicyNet, load_checkpoint
 from orchestrator.learning.sft import SFTConfig
-from orchestrator.outcomes import OutcomeRecord
 from orchestrator.policies import COST_PRESETS, register
 from orchestrator.policies.default import DefaultConfig, DefaultPolicy
-from orchestrator.policies.learned_calibration import calibration_context, parse_calibration
+from orchestrator.policies.learned_calibration import calibration_context
 from orchestrator.policies.learned_cascade import Gate, parse_gate
 from orchestrator.policies.learned_cascade import review as cascade_review
 from orchestrator.protocol import Accept, Action, NodeView, Observation, Pair, PairRef, Repair, Solve
@@ -92,8 +91,10 @@ class LearnedPolicyConfig:
     # Review answers by the agreement cascade: a gate (benchmark -> (second opinion, escalation)),
     # or True for the checkpoint's own gate at the nearest λ it was fit at (its presets').
     cascade: Gate | bool | None = None
-    # The pool's probe outcomes: calibrate on them instead of on the checkpoint's pool.
-    calibration: tuple[OutcomeRecord, ...] | None = None
+    # The pool's probe outcomes (records, checked when first used): calibrate on them instead
+    # of on the checkpoint's pool; `calibration_key`, where given, names their version.
+    calibration: Sequence[Mapping[str, Any]] | None = None
+    calibration_key: str | None = None
 
     @classmethod
     def from_mapping(cls, config: Mapping[str, Any]) -> LearnedPolicyConfig:
@@ -112,7 +113,8 @@ class LearnedPolicyConfig:
             retries=int(config.get("retries", 1)),
             reward_model=str(config["reward_model"]) if config.get("reward_model") else None,
             cascade=parse_gate(config.get("cascade")),
-            calibration=parse_calibration(config.get("calibration")),
+            calibration=config.get("calibration"),
+            calibration_key=str(config["calibration_key"]) if config.get("calibration_key") else None,
         )
 
 
@@ -187,7 +189,7 @@ class LearnedPolicy(DefaultPolicy):
         self.net = self.loaded.net
         self.embedder = embedder
         if config.calibration is not None:  # the pool's own calibration, in place of the checkpoint's
-            context = calibration_context(config.calibration, self._embedder())
+            context = calibration_context(config.calibration, self._embedder(), key=config.calibration_key)
             self.loaded = replace(self.loaded, context=context, columns=pair_columns(context))
         self._knn: dict[tuple[str, str], np.ndarray] = {}
         if config.cascade is True and not self.loaded.gates:

@@ -2,16 +2,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import QuerySet
+from django.db.models import Count, Max, QuerySet
 
 from studio.errors import NotFound
-from studio.models import Admissibility, ModelEndpoint, ModelPool, Primitive, RecordedOutcome
+from studio.models import Admissibility, ModelEndpoint, ModelPool, OutcomeImport, Primitive, RecordedOutcome
 
 # The fields of a probe outcome the learned policy calibrates on (`policies.learned_calibration`).
 CALIBRATION_FIELDS = (
     "item_id", "prompt", "domain", "benchmark", "model", "primitive", "score", "cost_usd",
     "prompt_tokens", "completion_tokens", "response",
 )  # fmt: skip
+MAX_CALIBRATIONS = 8  # pools' probe outcomes kept read per process (`pool_calibration`)
+_CALIBRATIONS: dict[str, list[dict[str, Any]]] = {}
 
 
 def pool_list(*, search: str = "") -> QuerySet[ModelPool]:
@@ -37,14 +39,34 @@ def calibration_rows(*, source: str, pool_id: int) -> QuerySet[RecordedOutcome]:
     return RecordedOutcome.objects.filter(source=source, model__in=pool_models(pool_id=pool_id)).order_by("pk")
 
 
-def pool_calibration(*, pool_id: int) -> list[dict[str, Any]]:
-    """The pool's probe outcomes as the learned policy's `calibration` records; [] when the pool
-    names no calibration source or the source has no row for its models."""
+def pool_calibration(*, pool_id: int) -> tuple[str, list[dict[str, Any]]] | None:
+    """(version, records): the pool's probe outcomes as the learned policy's `calibration`, and
+    a name of their version (its `calibration_key`); None when the pool names no calibration
+    source or the source has no row for its models.
+
+    Asked at every step of a learned run: one aggregate query says whether the rows changed
+    (their count, their newest row, the newest import: an import that rewrites rows in place
+    is a new OutcomeImport), and the rows are read again only when they did.
+    """
     source = ModelPool.objects.filter(pk=pool_id).values_list("calibration_source", flat=True).first()
     if not source:
-        return []
-    rows = calibration_rows(source=source, pool_id=pool_id).values(*CALIBRATION_FIELDS)
-    return [{**row, "cost_usd": None if row["cost_usd"] is None else float(row["cost_usd"])} for row in rows]
+        return None
+    rows = calibration_rows(source=source, pool_id=pool_id)
+    stamp = rows.aggregate(n=Count("pk"), last=Max("pk"))
+    if not stamp["n"]:
+        return None
+    newest_import = OutcomeImport.objects.aggregate(last=Max("pk"))["last"]
+    version = f"pool {pool_id}: {source}, {stamp['n']} rows to #{stamp['last']}, import #{newest_import}"
+    records = _CALIBRATIONS.get(version)
+    if records is None:
+        records = [
+            {**row, "cost_usd": None if row["cost_usd"] is None else float(row["cost_usd"])}
+            for row in rows.values(*CALIBRATION_FIELDS)
+        ]
+        _CALIBRATIONS[version] = records
+        while len(_CALIBRATIONS) > MAX_CALIBRATIONS:
+            _CALIBRATIONS.pop(next(iter(_CALIBRATIONS)))
+    return version, records
 
 
 def endpoint_list(*, pool_id: int) -> QuerySet[ModelEndpoint]:

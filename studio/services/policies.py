@@ -65,8 +65,8 @@ def policy_config(
         full["checkpoint"] = str(Path(settings.DATA_DIR) / checkpoint.path)
         if pool_id is not None and "calibration" not in full:
             calibration = pool_calibration(pool_id=pool_id)
-            if calibration:
-                full["calibration"] = calibration
+            if calibration is not None:
+                full["calibration_key"], full["calibration"] = calibration
     if best_of > 1:
         reward_model = reward_model_file()
         if reward_model is not None:

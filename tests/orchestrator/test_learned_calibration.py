@@ -17,7 +17,7 @@ from orchestrator.learning.method import LearnedMethod
 from orchestrator.learning.model import PolicyConfig, PolicyNet, save_checkpoint
 from orchestrator.policies import make_policy
 from orchestrator.policies.learned import LearnedPolicy
-from orchestrator.policies.learned_calibration import calibration_context, parse_calibration
+from orchestrator.policies.learned_calibration import calibration_context
 from orchestrator.protocol import Budget, NodeView, Observation
 from orchestrator.routing.table import OutcomeTable, probe_split
 from tests.orchestrator.synthetic_outcomes import lookup_embedder, outcome_records, synthetic_table, unseen_table
@@ -109,11 +109,19 @@ def test_the_calibration_gives_the_probes_features_and_without_it_the_pools_mean
 
 
 def test_a_calibration_is_built_once_per_process_for_the_same_records(setup: dict[str, Any]) -> None:
-    records = parse_calibration(calibration_records(setup["probe"]))
-    assert records is not None
+    records = calibration_records(setup["probe"])
     first = calibration_context(records, setup["lookup"])
-    assert calibration_context(list(records), setup["lookup"]) is first
+    assert calibration_context([dict(record) for record in records], setup["lookup"]) is first
     assert calibration_context(records[:-1], setup["lookup"]) is not first
+
+
+def test_a_named_version_spares_checking_the_records_again(setup: dict[str, Any]) -> None:
+    records = calibration_records(setup["probe"])
+    first = calibration_context(records, setup["lookup"], key="a test version")
+    # The same key: the context built, without reading the records (here not even records).
+    assert calibration_context(None, setup["lookup"], key="a test version") is first
+    with pytest.raises(ValueError, match="non-empty list"):
+        calibration_context(None, setup["lookup"], key="another test version")  # a new version is checked
 
 
 def test_model_names_are_compared_without_the_replay_prefix(setup: dict[str, Any]) -> None:
@@ -137,4 +145,3 @@ def test_a_malformed_calibration_is_refused_naming_the_problem(setup: dict[str, 
     # A domain outside the known ones is kept: it counts in no domain's statistics.
     policy = _policy(setup, calibration=[{**record, "domain": "poetry"} for record in good])
     assert len(policy.loaded.context.infos) == len(setup["probe"].pairs)
-    assert parse_calibration(None) is None

@@ -50,20 +50,30 @@ def test_a_calibration_source_needs_recorded_outcomes_for_the_pools_models(admin
         assert response.json_body["field"] == "calibration_source"
         assert f"Source {source!r} has no recorded outcome for a model of pool" in response.json_body["detail"]
     assert admin_api.get(pool_url).json_body["calibration_source"] == ""
-    assert pool_calibration(pool_id=endpoint.pool_id) == []
+    assert pool_calibration(pool_id=endpoint.pool_id) is None
 
     assert admin_api.patch(pool_url, {"calibration_source": "probe-a"}).json_body["calibration_source"] == "probe-a"
     assert admin_api.get(pool_url).json_body["calibration_source"] == "probe-a"
     # What a learned run on the pool calibrates on: its models' rows of that source only.
-    assert pool_calibration(pool_id=endpoint.pool_id) == [
+    calibration = pool_calibration(pool_id=endpoint.pool_id)
+    assert calibration is not None
+    version, records = calibration
+    assert records == [
         {
             "item_id": "probe-a.1", "prompt": "What is 1 + 1? (probe-a)", "domain": "math", "benchmark": "gsm8k",
             "model": "model-a", "primitive": "direct", "score": 1.0, "cost_usd": 0.00125, "prompt_tokens": 12,
             "completion_tokens": 3, "response": "2",
         }
     ]  # fmt: skip
+    assert pool_calibration(pool_id=endpoint.pool_id) == (version, records)  # unchanged rows: the same version
+    RecordedOutcome.objects.create(
+        source="probe-a", item_id="probe-a.2", benchmark="gsm8k", domain="math", prompt="2 + 2?",
+        prompt_sha256=prompt_key("2 + 2?"), model="model-a", primitive="direct", response="4", score=0.0,
+    )  # fmt: skip
+    newer = pool_calibration(pool_id=endpoint.pool_id)
+    assert newer is not None and newer[0] != version and [r["item_id"] for r in newer[1]] == ["probe-a.1", "probe-a.2"]
     assert admin_api.patch(pool_url, {"calibration_source": ""}).json_body["calibration_source"] == ""
-    assert pool_calibration(pool_id=endpoint.pool_id) == []
+    assert pool_calibration(pool_id=endpoint.pool_id) is None
 
 
 def test_duplicate_pool_name_is_409(admin_api: Api) -> None:
