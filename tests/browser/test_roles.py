@@ -10,7 +10,8 @@ from dataclasses import dataclass
 import pytest
 from playwright.sync_api import Page, expect
 
-from studio.models import Role, Run, User
+from orchestrator.outcomes import prompt_key
+from studio.models import RecordedOutcome, Role, Run, User
 from tests.browser.axe import assert_accessible
 from tests.browser.conftest import PASSWORD
 from tests.browser.test_studio import sign_in
@@ -54,6 +55,11 @@ class World:
 def make_world(user: User) -> World:
     cell = AdmissibilityFactory(endpoint=EndpointFactory(), primitive=PrimitiveFactory(name="direct"))
     AdmissibilityFactory(endpoint=EndpointFactory(pool=cell.endpoint.pool), primitive=PrimitiveFactory(name="cot"))
+    # A probe outcome of the pool's model: a calibration source for the admin to set.
+    RecordedOutcome.objects.create(
+        source="probe", item_id="probe.1", benchmark="gsm8k", domain="math", prompt="What is 1 + 1?",
+        prompt_sha256=prompt_key("What is 1 + 1?"), model=cell.endpoint.model, primitive="direct", score=1.0,
+    )  # fmt: skip
     stranger = User.objects.create_user(username="stranger", password=PASSWORD, role=Role.VIEWER)
     task = TaskFactory(owner=user)
     return World(
@@ -102,7 +108,7 @@ def test_each_role_sees_its_pages_and_buttons_and_no_other(page: Page, live_url:
 
 
 def pools_buttons(page: Page, live_url: str, role: Role) -> None:
-    """Admins toggle the admissibility grid's cells; everyone else reads them."""
+    """Admins toggle the admissibility grid's cells and set the calibration source; everyone else reads them."""
     page.goto(f"{live_url}/pools")
     grid = page.get_by_test_id("admissibility-grid")
     expect(grid).to_be_visible()
@@ -111,6 +117,23 @@ def pools_buttons(page: Page, live_url: str, role: Role) -> None:
     admin = role == Role.ADMIN
     expect(grid.get_by_role("button")).to_have_count(cells.count() if admin else 0)
     expect(page.get_by_role("link", name="Manage pools and endpoints in the Django admin")).to_have_count(int(admin))
+
+    shown = page.get_by_test_id("calibration-source")
+    expect(shown).to_have_text(re.compile(r"^None: "))
+    source = page.get_by_role("textbox", name="Calibration source")
+    expect(source).to_have_count(int(admin))
+    if admin:
+        source.fill("nowhere")
+        source.press("Enter")
+        expect(page.get_by_test_id("calibration").get_by_role("alert")).to_contain_text(
+            "Source 'nowhere' has no recorded outcome for a model of pool"
+        )
+        assert_accessible(page, "pools calibration refused")
+        source.fill("probe")
+        source.press("Enter")
+        expect(shown).to_have_text(re.compile(r"^probe: "))
+        page.reload()
+        expect(shown).to_have_text(re.compile(r"^probe: "))
 
 
 def runs_buttons(page: Page, live_url: str, role: Role, world: World) -> None:

@@ -15,6 +15,7 @@ export type RunEvent = S["EventOut"];
 export type EventPage = S["EventPageOut"];
 export type Task = S["TaskOut"];
 export type Pool = S["PoolOut"];
+export type PoolPatch = S["PoolPatch"];
 export type Endpoint = S["EndpointOut"];
 export type Primitive = S["PrimitiveOut"];
 export type Admissibility = S["AdmissibilityOut"];

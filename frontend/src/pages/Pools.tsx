@@ -8,6 +8,7 @@ import type { Admissibility, Endpoint, Pool, Primitive } from "../api/types";
 import { atLeast, useMe } from "../auth";
 import { Scrollable } from "../components/Scrollable";
 import { Empty, ErrorText, Loading } from "../components/States";
+import { Calibration } from "./pools/Calibration";
 import "./Pools.css";
 
 function price(perMillion: number | null | undefined): string {
@@ -105,6 +106,7 @@ function PoolGrid({ pool, canEdit }: { pool: Pool; canEdit: boolean }) {
   return (
     <section className="stack">
       {pool.description && <p className="muted">{pool.description}</p>}
+      <Calibration key={pool.id} pool={pool} canEdit={canEdit} />
       <p className="small muted">
         {endpoints.data?.length ?? 0} endpoints · {allowedCount} admissible (model, primitive) pairs
         {canEdit ? " · click a cell to allow or forbid a pair" : ""}
