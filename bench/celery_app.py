@@ -94,6 +94,7 @@ def _install_profile(path: str) -> None:
     from celery import signals
     from django.db.backends.signals import connection_created
 
+    import orchestrator.core as core
     import studio.services.attempts as attempts
     import studio.services.engine as engine
     import studio.services.events as events
@@ -110,9 +111,11 @@ def _install_profile(path: str) -> None:
     execution.execute = _timed("provider", execution.execute)
     # Modules call these by their global names, so replacing the module attribute times every call.
     for module, names in (
-        (engine, ("_load", "_absorb", "_decide", "observe", "_decompose", "_queue_attempt", "_flush")),
+        (engine, ("_load", "_policy", "admissible_pairs", "_write", "_write_nodes", "_write_attempts")),
         (engine, ("run_events_append",)),
-        (attempts, ("attempts_start", "attempts_finish", "run_events_append")),
+        (core, ("step",)),  # the engine calls core.step by the module's attribute
+        (attempts, ("run_events_append",)),
+        (execution, ("attempts_start", "attempts_finish")),  # imported there by name
     ):
         for name in names:
             setattr(module, name, _timed(name, getattr(module, name)))
