@@ -181,9 +181,8 @@ def cheap_end(result: MethodResult, probe: OutcomeTable, singles: dict[str, Poin
     utility = acc - lam * cost / max(float(cost[np.isfinite(cost)].max(initial=0.0)), 1e-12)
     model, primitive = probe.pairs[int(np.argmax(utility))]
     chosen = model if primitive == "direct" else f"{model}/{primitive}"
-    weakest = min(singles.values(), key=lambda p: (p[0], -p[1]))
     return {
-        "macro": point.macro_acc, "cost": point.cost_per_query, "cheapest_macro": weakest[1],
+        "macro": point.macro_acc, "cost": point.cost_per_query, "cheapest_macro": anchors_of(singles).weak[1],
         "probe_pair": chosen, "probe_pair_cost": singles[chosen][0] if chosen in singles else None,
     }  # fmt: skip
 

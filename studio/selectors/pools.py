@@ -44,9 +44,10 @@ def pool_calibration(*, pool_id: int) -> tuple[str, list[dict[str, Any]]] | None
     a name of their version (its `calibration_key`); None when the pool names no calibration
     source or the source has no row for its models.
 
-    Asked at every step of a learned run: one aggregate query says whether the rows changed
-    (their count, their newest row, the newest import: an import that rewrites rows in place
-    is a new OutcomeImport), and the rows are read again only when they did.
+    Asked at every step of a learned run: four small queries (the pool's source, its models,
+    the rows' count and newest row, the newest import: an import that rewrites rows in place
+    is a new OutcomeImport) say whether the rows changed, and the rows are read again only
+    when they did.
     """
     source = ModelPool.objects.filter(pk=pool_id).values_list("calibration_source", flat=True).first()
     if not source:
