@@ -22,6 +22,8 @@ from orchestrator.learning.features import FAMILIES, STATIC_DIM
 from orchestrator.learning.model import PolicyNet
 
 ACC = STATIC_DIM  # index of the domain accuracy in a pair feature vector
+GLOBAL_ACC = STATIC_DIM + 2  # index of the pair's accuracy over all calibration items
+CEILING_FROM = 1.0  # λ from which an item's spend is capped (`cost_ceiling`): the `cheap` preset's
 FAMILY = slice(6, 6 + len(FAMILIES))  # the family one-hot in a pair feature vector
 
 
@@ -140,14 +142,47 @@ def step_logits(
     step: int,
     max_steps: int,
     task_h: torch.Tensor | None = None,
+    ceiling: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """[B, P + 1] logits of the next action (call pair j, or P: finish) given the episode so far:
-    one step of `rollout`, and what the live policy computes for a node (`policies.learned`)."""
+    one step of `rollout`, and what the live policy computes for a node (`policies.learned`).
+    With `ceiling` [B] (`cost_ceiling`), only pairs that keep the item's estimated spend under it."""
     state, candidate, _ = observe(net, batch, lam, executed, last, step, max_steps)
     allowed = batch.available & ~executed & (step < max_steps)
+    if ceiling is not None:
+        allowed = within_ceiling(batch, executed, allowed, ceiling)
     finish_allowed = executed.any(-1) | ~allowed.any(-1)
     encoded = task_h if task_h is not None else net.encode_task(batch.task)
     return net.action_logits(encoded, state, lam, batch.pairs, candidate, allowed, finish_allowed)
+
+
+def cost_ceiling(batch: EpisodeBatch, lam: float) -> torch.Tensor | None:
+    """[B] the most an item may spend at λ (in cost_est units), or None below `CEILING_FROM`.
+
+    It is the estimated cost, on the item's domain, of the pair the calibration shows best at
+    λ: the highest accuracy over all calibration items less λ times that cost, among the
+    item's available pairs. From λ = 1 (the `cheap` preset: a pair as dear as the pool's
+    dearest must buy a whole point of accuracy) the policy still picks per item, but only
+    among what that single pair would have cost, so the cheap end is never dearer than the
+    pair the probes point to (issue 24). Training never applies it: it shapes routing only.
+    """
+    if lam < CEILING_FROM:
+        return None
+    utility = (batch.pairs[..., GLOBAL_ACC] - lam * batch.cost_est).masked_fill(~batch.available, -math.inf)
+    return batch.cost_est.gather(1, utility.argmax(-1, keepdim=True)).squeeze(1)
+
+
+def within_ceiling(
+    batch: EpisodeBatch, executed: torch.Tensor, allowed: torch.Tensor, ceiling: torch.Tensor
+) -> torch.Tensor:
+    """`allowed` [B, P] less the pairs whose estimated cost would take the item past `ceiling`
+    [B]; an item that has called nothing and fits nothing keeps its cheapest allowed pair."""
+    spent = (batch.cost_est * executed.float()).sum(-1, keepdim=True)
+    under = allowed & (spent + batch.cost_est <= ceiling.unsqueeze(1) * (1 + 1e-6))
+    cheapest = batch.cost_est.masked_fill(~allowed, math.inf).min(-1, keepdim=True).values
+    fallback = allowed & (batch.cost_est == cheapest)
+    stuck = ~under.any(-1, keepdim=True) & ~executed.any(-1, keepdim=True)
+    return torch.where(stuck, fallback, under)
 
 
 @dataclass
@@ -172,13 +207,14 @@ def rollout(
     targets: torch.Tensor | None = None,
     generator: torch.Generator | None = None,
     reveal: Callable[[torch.Tensor], None] | None = None,
+    ceiling: torch.Tensor | None = None,
 ) -> Rollout:
     """Run episodes: mode "sample" (RL), "greedy" (routing) or "forced" (teacher forcing / re-scoring `forced`).
 
     With `targets` [B, steps, P + 1] bool, `logp` is the log-probability of the whole target
     set at each step (the marginal likelihood of "any of these"), while `forced` still
     decides which action is taken. `reveal(chosen [B])` is called after each step with the pair each item executed
-    (-1 for none), so a caller can fill in the responses that execution returns.
+    (-1 for none), so a caller can fill in the responses that execution returns. `ceiling`: see `step_logits`.
     """
     b, p = batch.available.shape
     executed = torch.zeros(b, p, dtype=torch.bool)
@@ -188,7 +224,7 @@ def rollout(
     actions, logps, entropies = [], [], []
     order: list[list[int]] = [[] for _ in range(b)]
     for step in range(max_steps + 1):
-        logits = step_logits(net, batch, lam, executed, last, step, max_steps, task_h)
+        logits = step_logits(net, batch, lam, executed, last, step, max_steps, task_h, ceiling)
         logprobs = torch.log_softmax(logits, dim=-1)  # [B, P+1]
         if mode == "forced":
             assert forced is not None

@@ -24,7 +24,7 @@ import torch
 from orchestrator.configs import STRICT_KEYS, Count, NonNegative, from_mapping
 from orchestrator.learning.cascade import fit_gates, plan_cascade, run_cascade
 from orchestrator.learning.dataset import Embedder, PoolContext, default_embedder, encode, make_context
-from orchestrator.learning.episode import EpisodeBatch, rollout
+from orchestrator.learning.episode import EpisodeBatch, cost_ceiling, rollout
 from orchestrator.learning.features import answer_key, response_surface
 from orchestrator.learning.model import PolicyConfig, PolicyNet
 from orchestrator.learning.rl import RLConfig, evaluate_reward, train_rl
@@ -249,6 +249,9 @@ def route_batch(net: PolicyNet, batch: EpisodeBatch, test: OutcomeTable, lam: fl
             batch.surface[i, j] = torch.from_numpy(response_surface(response))
 
     with torch.no_grad():
-        out = rollout(net, batch, torch.full((test.n_items,), lam), max_steps=max_steps, mode="greedy", reveal=reveal)
+        out = rollout(
+            net, batch, torch.full((test.n_items,), lam), max_steps=max_steps, mode="greedy", reveal=reveal,
+            ceiling=cost_ceiling(batch, lam),
+        )  # fmt: skip
     executed = [tuple(calls) for calls in out.order]
     return Routes(executed=executed, final=[int(j) for j in out.final.tolist()])

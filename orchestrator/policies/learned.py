@@ -53,7 +53,7 @@ from orchestrator.filecache import load_once
 from orchestrator.learning.cascade import gates_from_payload
 from orchestrator.learning.context_io import context_from_payload
 from orchestrator.learning.dataset import PoolContext
-from orchestrator.learning.episode import EpisodeBatch, reliability, step_logits
+from orchestrator.learning.episode import CEILING_FROM, EpisodeBatch, cost_ceiling, reliability, step_logits
 from orchestrator.learning.features import (
     Calibration,
     PairInfo,
@@ -243,10 +243,12 @@ class LearnedPolicy(DefaultPolicy):
         # Best-of-N chose the one pair to run among N scored plans: its answer is the one.
         if candidates and episode.steps < max_steps and "best_of" not in node.metadata:
             lam = torch.tensor([self.lam(observation)], dtype=torch.float32)
+            ceiling = cost_ceiling(episode.batch, self.lam(observation))
             with torch.no_grad():
                 logits = step_logits(
-                    self.net, episode.batch, lam, episode.executed, episode.last, episode.steps, max_steps
-                )
+                    self.net, episode.batch, lam, episode.executed, episode.last, episode.steps, max_steps,
+                    ceiling=ceiling,
+                )  # fmt: skip
             choice = int(logits[0].argmax())
             ref = episode.refs[choice] if choice < len(episode.refs) else None
             if ref is not None and ref in by_ref:
@@ -259,6 +261,8 @@ class LearnedPolicy(DefaultPolicy):
 
     def cascade_gate(self, observation: Observation) -> Gate | None:
         cascade = self.learned.cascade
+        if self.lam(observation) >= CEILING_FROM:
+            return None  # the cheap end spends no more than one pair's cost: nothing to escalate to
         if cascade is True:
             lam = self.lam(observation)
             return self.loaded.gates[min(self.loaded.gates, key=lambda fit_at: abs(fit_at - lam))]
@@ -280,10 +284,12 @@ class LearnedPolicy(DefaultPolicy):
         episode = self.episode(node, observation, candidates)
         lam = torch.tensor([self.lam(observation)], dtype=torch.float32)
         steps = min(episode.steps, self.loaded.max_steps - 1)  # a node may try more pairs than an episode
+        ceiling = cost_ceiling(episode.batch, self.lam(observation))
         with torch.no_grad():
             logits = step_logits(
-                self.net, episode.batch, lam, episode.executed, episode.last, steps, self.loaded.max_steps
-            )
+                self.net, episode.batch, lam, episode.executed, episode.last, steps, self.loaded.max_steps,
+                ceiling=ceiling,
+            )  # fmt: skip
         return logits[0, [episode.column(pair.ref) for pair in candidates]]
 
     def wants_decomposition(self, observation: Observation) -> bool:

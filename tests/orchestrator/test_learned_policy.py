@@ -8,8 +8,11 @@ import numpy as np
 import pytest
 import torch
 
+from orchestrator.learning import episode
 from orchestrator.learning.context_io import context_from_payload, context_payload
 from orchestrator.learning.dataset import encode, make_context
+from orchestrator.learning.episode import CEILING_FROM, cost_ceiling
+from orchestrator.learning.features import domain_indices
 from orchestrator.learning.method import LearnedConfig, route_batch
 from orchestrator.learning.model import PolicyConfig, PolicyNet, load_checkpoint, save_checkpoint
 from orchestrator.outcomes import write_outcomes
@@ -172,8 +175,9 @@ def test_a_live_episode_is_the_evaluations_episode(tmp_path: Path) -> None:
     batch = encode(table, emb, context, with_outcomes=False)
     pairs = tuple(Pair(PairRef(j + 1, prim), f"replay/{model}") for j, (model, prim) in enumerate(table.pairs))
     policy = make_policy("learned", {"checkpoint": str(path), "embedder": lookup_embedder(table, emb)})
-    lengths: set[int] = set()
+    lengths: dict[float, set[int]] = {}
     for lam in (0.0, 0.05, 1.0):
+        ceiling = cost_ceiling(batch, lam)
         routes = route_batch(net, batch, table, lam, max_steps=3)
         for i in range(table.n_items):
             attempts: list[AttemptView] = []
@@ -194,8 +198,44 @@ def test_a_live_episode_is_the_evaluations_episode(tmp_path: Path) -> None:
             assert called == list(routes.executed[i]), (lam, i)
             accepted = next(a for a in attempts if a.number == action.attempt)
             assert accepted.pair.endpoint_id - 1 == routes.final[i], (lam, i)
-            lengths.add(len(called))
-    assert lengths == {2, 3}  # second and third opinions, not only first answers
+            lengths.setdefault(lam, set()).add(len(called))
+            if ceiling is not None:  # the cheap end: never past the calibration's best pair at λ
+                assert float(batch.cost_est[i, called].sum()) <= float(ceiling[i]) * (1 + 1e-6), (lam, i)
+    assert lengths[0.0] | lengths[0.05] == {2, 3}  # second and third opinions, not only first answers
+    assert lengths[1.0] == {1}  # the ceiling leaves no room for a second call in this pool
+
+
+def test_the_cost_ceiling_caps_an_items_spend_from_the_cheap_preset_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    """From λ = 1 (the `cheap` preset), an item's episode spends no more than the pair the
+    calibration shows best at λ would (its accuracy over all calibration items less λ times
+    its cost); below, nothing is capped. Without the ceiling the same network spends more."""
+    train_table, train_emb = synthetic_table(n=160, seed=0)
+    context = make_context(train_table, train_emb)
+    torch.manual_seed(0)
+    net = PolicyNet(PolicyConfig(hidden=32)).eval()
+    table, emb = synthetic_table(n=40, seed=1)
+    assert COST_PRESETS["cheap"] >= CEILING_FROM > COST_PRESETS["balanced"]
+    assert cost_ceiling(encode(table, emb, context, with_outcomes=False), COST_PRESETS["balanced"]) is None
+
+    def spent(lam: float) -> tuple[np.ndarray, np.ndarray]:
+        batch = encode(table, emb, context, with_outcomes=False)
+        routes = route_batch(net, batch, table, lam, max_steps=3)
+        cost = batch.cost_est.numpy()
+        return np.array([cost[i, list(calls)].sum() for i, calls in enumerate(routes.executed)]), cost
+
+    for lam in (1.0, 5.0):
+        ceiling = cost_ceiling(encode(table, emb, context, with_outcomes=False), lam)
+        assert ceiling is not None
+        calib = context.calibration
+        utility = calib.global_acc - lam * calib.domain_cost[domain_indices(table.domains)] / calib.cost_ref
+        best = utility.argmax(axis=1)  # every synthetic item is recorded for every pair
+        with_ceiling, cost = spent(lam)
+        np.testing.assert_allclose(ceiling.numpy(), cost[np.arange(table.n_items), best], rtol=1e-6)
+        assert (with_ceiling <= ceiling.numpy() * (1 + 1e-6)).all()
+        monkeypatch.setattr(episode, "CEILING_FROM", float("inf"))
+        without, _ = spent(lam)
+        monkeypatch.undo()
+        assert (without > ceiling.numpy() * (1 + 1e-6)).any()
 
 
 def test_needs_a_checkpoint(monkeypatch: pytest.MonkeyPatch) -> None:
