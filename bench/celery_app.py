@@ -6,7 +6,9 @@ Read from the environment (all optional; without them this is `workers.celery.ap
 
 - BENCH_VISIBILITY_TIMEOUT=N: the Redis transport redelivers a message left unacknowledged
   (its worker died) after N seconds, and looks for such messages every second. The studio's
-  settings offer no way to set `broker_transport_options`, whose default is one hour.
+  settings set only the visibility timeout (CELERY_VISIBILITY_TIMEOUT, default one hour), not
+  how often Redis looks. Ignored with RabbitMQ as the broker (CELERY_BROKER_URL=amqp://...),
+  which redelivers such messages as soon as the worker's connection closes.
 - BENCH_PROFILE=PATH: after each task, append one JSON line to PATH: the task's wall and
   CPU time, its SQL statements (count and time, split into run-row locks, event appends and
   the rest), the channel-layer notifications, the Celery publishes, the provider call, and
@@ -175,8 +177,12 @@ def _install_call_log(path: str) -> None:
 
 
 def _configure() -> None:
+    from studio.settings.env import broker_kind
+
     timeout = os.environ.get("BENCH_VISIBILITY_TIMEOUT")
-    if timeout:
+    # Redis only: RabbitMQ redelivers a dead worker's messages at once, and keeps its own
+    # transport options (publisher confirms).
+    if timeout and broker_kind(os.environ.get("CELERY_BROKER_URL") or "redis://") == "redis":
         app.conf.broker_transport_options = {
             "visibility_timeout": int(timeout),
             "unacked_restore_interval": 1,

@@ -1,7 +1,7 @@
 """Crash recovery: kill -9 Celery workers while 20 runs are in flight, restart them, count the damage.
 
     .venv/bin/python bench/crash.py [--runs 20] [--items 8] [--kill-after 1.0,2.0] [--sequence 1.0,2.0]
-        [--visibility-timeout 10]
+        [--visibility-timeout 10] [--broker amqp://guest:guest@127.0.0.1:5672//]
 
 Two workers (prefork, 4 processes each, queues orchestrator and workers) run `--runs`
 composite replay tasks of `--items` recorded items, with a simulated replay latency of
@@ -15,8 +15,13 @@ time, B at the second, so for a while no worker is alive), and restarts both 1 s
 second kill (`--sequence ""` leaves it out).
 The Redis broker redelivers the messages A held unacknowledged once the visibility timeout
 passes: the bench sets it to `--visibility-timeout` seconds (default in the studio: 1 hour)
-through bench/celery_app.py (BENCH_VISIBILITY_TIMEOUT) and CELERY_VISIBILITY_TIMEOUT, which
-also sets how long a `running` attempt must be idle before a redelivery may run it again.
+through bench/celery_app.py (BENCH_VISIBILITY_TIMEOUT) and CELERY_VISIBILITY_TIMEOUT. The
+same number of seconds is how long a `running` attempt must be idle before a redelivery may
+run it again (ORCHESTRA_ATTEMPT_STALE_S), on either broker.
+
+`--broker URL` runs the same trials with another Celery broker, e.g. RabbitMQ
+(amqp://guest:guest@127.0.0.1:5672//), which redelivers A's unacknowledged messages as
+soon as A's connection closes; Redis still carries the channel layer and the results.
 
 Printed, then checked:
 - runs finished (goal: all), runs ended otherwise or still in flight, with reasons;
@@ -44,6 +49,7 @@ from bench.harness import (  # noqa: E402
     DATA_DIR,
     TERMINAL,
     BenchEnvironment,
+    add_broker_argument,
     bench_environment,
     bench_user,
     code_version,
@@ -208,7 +214,8 @@ def trial(
     env = {
         "ORCHESTRA_REPLAY_LATENCY": args.latency,
         "BENCH_VISIBILITY_TIMEOUT": str(args.visibility_timeout),
-        "CELERY_VISIBILITY_TIMEOUT": str(args.visibility_timeout),  # the settings' stale-attempt rule reads it
+        "CELERY_VISIBILITY_TIMEOUT": str(args.visibility_timeout),
+        "ORCHESTRA_ATTEMPT_STALE_S": str(args.visibility_timeout),  # when a `running` attempt may run again
         "BENCH_CALL_LOG": str(call_log),
     }
     task_ids = composite_tasks(runs=args.runs, items=args.items)
@@ -272,8 +279,14 @@ def main() -> None:
         default="1.0,2.0",
         help='A_AT,B_AT: one more trial killing A, then B, at these seconds, both restarted 1 s later; "" for none',
     )
-    parser.add_argument("--visibility-timeout", type=int, default=10, help="seconds; Redis redelivery")
+    parser.add_argument(
+        "--visibility-timeout",
+        type=int,
+        default=10,
+        help="seconds: Redis redelivery; on either broker, a running attempt this old may run again",
+    )
     parser.add_argument("--timeout", type=float, default=60, help="seconds to wait for the runs to end")
+    add_broker_argument(parser)
     args = parser.parse_args()
     schedules = [[("A", float(value))] for value in args.kill_after.split(",") if value.strip()]
     if args.sequence.strip():
@@ -294,7 +307,8 @@ def main() -> None:
         flush=True,
     )
     results = []
-    with bench_environment() as bench:
+    with bench_environment(broker=args.broker) as bench:
+        print(f"Broker: {bench.describe_broker()}", flush=True)
         pool_id = replay_pool()
         for number, schedule in enumerate(schedules, start=1):
             print(f"Trial {number}: kill {describe(schedule)}", flush=True)

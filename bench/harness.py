@@ -11,6 +11,11 @@ DEBUG off, so no query log), migrates and seeds the primitives. On exit it kills
 worker it started, then stops the embedded services. SIGTERM becomes SystemExit, so a
 killed bench cleans up too; its workers also get SIGTERM if the bench dies (PDEATHSIG).
 
+`bench_environment(broker=URL)` (a bench's `--broker`, default CELERY_BROKER_URL) puts
+Celery's broker there, e.g. RabbitMQ at amqp://guest:guest@127.0.0.1:5672//; Redis still
+carries the channel layer, the results and the cache. A broker that does not answer stops
+the bench at once, with one line.
+
 The workers run `bench.celery_app`: the studio's Celery app plus bench-only settings and
 probes read from the environment (see that module).
 
@@ -21,9 +26,11 @@ module re-exports their names, which the bench scripts import from here.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import ctypes
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -34,6 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
 from typing import Any
+from urllib.parse import urlsplit
 
 from bench.measure import CpuMeter, code_version, load_average, percentile, process_tree, verdict
 from bench.workload import REPLAY_POOL, REPLAY_SOURCE, TERMINAL, bench_user, composite_tasks, replay_pool, wait_runs
@@ -43,6 +51,7 @@ __all__ = [
     "REPLAY_POOL",
     "REPLAY_SOURCE",
     "ROOT",
+    "add_broker_argument",
     "TERMINAL",
     "BenchEnvironment",
     "CpuMeter",
@@ -158,6 +167,15 @@ class BenchEnvironment:
     redis_pid: int | None
     workers: list[Worker] = field(default_factory=list)
     services: Any = None  # studio.embedded.EmbeddedServices: what restart_redis / restart_postgres restart
+    broker_url: str = ""  # Celery's broker: CELERY_BROKER_URL, or "" for REDIS_URL's Redis
+    broker_kind: str = "redis"  # or "amqp" (RabbitMQ)
+
+    def describe_broker(self) -> str:
+        from kombu.utils.url import maybe_sanitize_url
+
+        if self.broker_kind == "amqp":
+            return f"RabbitMQ at {maybe_sanitize_url(self.broker_url)} (Redis: channel layer, results, cache)"
+        return "Redis (REDIS_URL's: broker, channel layer, results, cache)"
 
     def child_env(self, **extra: str) -> dict[str, str]:
         return {**self.env, **extra}
@@ -208,8 +226,16 @@ class BenchEnvironment:
         """Messages waiting in the Celery queues (not those a worker has taken)."""
         import redis
 
-        from workers.celery import QUEUES
+        from workers.celery import QUEUES, app
 
+        if self.broker_kind == "amqp":
+            total = 0
+            with app.connection_for_write() as connection:
+                for queue in QUEUES:
+                    # A queue not declared yet holds nothing, and fails the passive declare (and its channel).
+                    with connection.channel() as channel, contextlib.suppress(Exception):
+                        total += channel.queue_declare(queue=queue, passive=True).message_count  # type: ignore[attr-defined]
+            return total
         client = redis.Redis.from_url(self.env["REDIS_URL"])
         # kombu keeps a queue in a Redis list named after it (priority lists get a suffix).
         keys = [key for queue in QUEUES for key in client.keys(f"{queue}*")]
@@ -240,6 +266,29 @@ class BenchEnvironment:
             except Exception:  # noqa: S112 - any failure here is the dead connection being noticed
                 continue
 
+    def restart_rabbitmq(self, down_s: float) -> None:
+        """Stop the RabbitMQ broker of this machine (`rabbitmqctl stop_app`: every connection
+        drops, durable queues and persistent messages stay on disk, a dead consumer's
+        unacknowledged messages go back to their queue), leave it down `down_s` seconds, start
+        it again, and wait until it takes connections. Only a RabbitMQ on this machine."""
+        from studio.queues import broker_problem
+
+        host = urlsplit(self.broker_url).hostname or ""
+        control = shutil.which("rabbitmqctl")
+        if self.broker_kind != "amqp" or host not in {"127.0.0.1", "localhost", "::1"} or control is None:
+            raise RuntimeError(
+                "restarting RabbitMQ needs --broker amqp://...@127.0.0.1 and rabbitmqctl on this machine"
+            )
+        subprocess.run([control, "stop_app"], check=True, capture_output=True, timeout=120)
+        time.sleep(down_s)
+        subprocess.run([control, "start_app"], check=True, capture_output=True, timeout=120)
+        deadline = time.monotonic() + 60
+        while broker_problem(self.broker_url, timeout_s=2) is not None:
+            if time.monotonic() > deadline:
+                raise RuntimeError("RabbitMQ did not take connections within 60 s of start_app")
+            time.sleep(0.2)
+        _forget_broker_connections()
+
     def restart_postgres(self, down_s: float) -> None:
         """Stop the embedded PostgreSQL (`pg_ctl stop -m fast`: sessions are cut, open
         transactions rolled back), leave it down `down_s` seconds, start it again on the same
@@ -256,15 +305,32 @@ class BenchEnvironment:
         self.postgres_pid = server.get_pid()
 
     def purge_queues(self) -> None:
-        """Drop queued Celery messages (also unacknowledged ones) left by an earlier bench."""
+        """Drop queued Celery messages (also unacknowledged ones) left by an earlier bench: the
+        embedded Redis is emptied; a broker of your own (RabbitMQ, or REDIS_URL's Redis) has
+        only the studio's queues purged."""
         if self.embedded_redis:
             import redis
 
             redis.Redis.from_url(self.env["REDIS_URL"]).flushdb()
-        else:
+        if self.broker_kind == "amqp" or not self.embedded_redis:
             from workers.celery import app
 
-            app.control.purge()
+            with app.connection_for_write() as connection:  # a new one: a pooled one may predate a restart
+                app.control.purge(connection=connection)
+
+
+def _forget_broker_connections() -> None:
+    """Drop this process's pooled broker connections (the app's, its producers' and remote
+    control's, kombu's registry): after RabbitMQ restarts each is a dead socket that would
+    fail its next use. Celery's own reset after a fork does the same."""
+    from kombu import pools
+
+    from workers.celery import app
+
+    pools.reset()
+    app._after_fork()  # type: ignore[attr-defined]
+    with contextlib.suppress(AttributeError, KeyError):
+        app.control._after_fork()  # type: ignore[attr-defined]
 
 
 def _raise_exit(signum: int, frame: FrameType | None) -> None:
@@ -281,17 +347,35 @@ def _configure_environ() -> None:
         sys.path.insert(0, str(ROOT))
 
 
+def add_broker_argument(parser: argparse.ArgumentParser) -> None:
+    """`--broker URL`: Celery's broker for the bench and its workers (default: CELERY_BROKER_URL,
+    else REDIS_URL's Redis), e.g. amqp://guest:guest@127.0.0.1:5672// for RabbitMQ."""
+    parser.add_argument(
+        "--broker",
+        default=os.environ.get("CELERY_BROKER_URL") or None,
+        help="Celery broker URL, e.g. amqp://guest:guest@127.0.0.1:5672// (default: CELERY_BROKER_URL, else Redis)",
+    )
+
+
 @contextlib.contextmanager
-def bench_environment() -> Iterator[BenchEnvironment]:
-    """Services, Django and migrations; everything started is stopped on exit."""
+def bench_environment(broker: str | None = None) -> Iterator[BenchEnvironment]:
+    """Services, Django and migrations; everything started is stopped on exit. `broker`:
+    Celery's broker (CELERY_BROKER_URL) instead of REDIS_URL's Redis."""
     _configure_environ()
     from studio import embedded
+    from studio.queues import broker_problem_in
+    from studio.settings.env import broker_kind
 
+    if broker:
+        os.environ["CELERY_BROKER_URL"] = broker
     previous = signal.signal(signal.SIGTERM, _raise_exit)
     services = embedded.start_missing(DATA_DIR)
     bench: BenchEnvironment | None = None
     try:
         os.environ.update(services.env)
+        problem = broker_problem_in(os.environ)
+        if problem is not None:
+            raise SystemExit(problem)
         import django
 
         django.setup()
@@ -307,6 +391,9 @@ def bench_environment() -> Iterator[BenchEnvironment]:
             postgres_pid=services.postgres.get_pid() if services.postgres is not None else None,
             redis_pid=services.redis.pid if services.redis is not None else None,
             services=services,
+            broker_url=os.environ.get("CELERY_BROKER_URL", ""),
+            # broker_problem_in refused any scheme broker_kind does not know.
+            broker_kind=broker_kind(os.environ.get("CELERY_BROKER_URL") or "redis://") or "redis",
         )
         bench.purge_queues()
         yield bench

@@ -1,7 +1,7 @@
 """Service restarts: stop Redis, then PostgreSQL, while 20 runs are in flight; start them again.
 
     .venv/bin/python bench/restarts.py [--runs 20] [--items 8] [--services redis,postgres] [--at 1.5]
-        [--down 3] [--visibility-timeout 10] [--timeout 120]
+        [--down 3] [--visibility-timeout 10] [--timeout 120] [--broker amqp://guest:guest@127.0.0.1:5672//]
 
 Two workers A and B (prefork, 4 processes each, queues orchestrator and workers) run `--runs`
 composite replay tasks of `--items` recorded items, with a simulated replay latency of 0.3 s
@@ -12,6 +12,12 @@ session), left down `--down` seconds, and started again on the same socket and d
 Nothing else is touched: no worker is restarted, no run is stepped by hand. The visibility
 timeout is `--visibility-timeout` seconds (BENCH_VISIBILITY_TIMEOUT and CELERY_VISIBILITY_TIMEOUT,
 as in bench/crash.py).
+
+`--broker URL` makes another server Celery's broker, e.g. RabbitMQ
+(amqp://guest:guest@127.0.0.1:5672//). Redis then carries only the channel layer, the
+results and the cache, and the trials are rabbitmq, redis and postgres by default: `rabbitmq`
+stops this machine's RabbitMQ with `rabbitmqctl stop_app` and starts it with `start_app`
+(every connection drops; durable queues and persistent messages stay).
 
 Printed, then checked:
 - runs finished (goal: all, with no manual step), runs ended otherwise or still in flight;
@@ -45,6 +51,7 @@ from bench.harness import (  # noqa: E402
     TERMINAL,
     BenchEnvironment,
     Worker,
+    add_broker_argument,
     bench_environment,
     bench_user,
     code_version,
@@ -53,6 +60,7 @@ from bench.harness import (  # noqa: E402
     replay_pool,
     verdict,
 )
+from studio.settings.env import broker_kind  # noqa: E402
 
 LOG_LINE = re.compile(r"\b(WARNING|ERROR|CRITICAL)\b.*?:\s*(.*)")
 
@@ -133,13 +141,18 @@ def trial(bench: BenchEnvironment, pool_id: int, args: argparse.Namespace, servi
     `--down` s after that; wait, assess."""
     from studio.services.runs import run_create
 
-    restart: Callable[[float], None] = {"redis": bench.restart_redis, "postgres": bench.restart_postgres}[service]
+    restart: Callable[[float], None] = {
+        "redis": bench.restart_redis,
+        "postgres": bench.restart_postgres,
+        "rabbitmq": bench.restart_rabbitmq,
+    }[service]
     call_log = DATA_DIR / "logs" / f"restarts-calls-{number}.log"
     call_log.unlink(missing_ok=True)
     env = {
         "ORCHESTRA_REPLAY_LATENCY": args.latency,
         "BENCH_VISIBILITY_TIMEOUT": str(args.visibility_timeout),
         "CELERY_VISIBILITY_TIMEOUT": str(args.visibility_timeout),
+        "ORCHESTRA_ATTEMPT_STALE_S": str(args.visibility_timeout),  # when a `running` attempt may run again
         "BENCH_CALL_LOG": str(call_log),
     }
     if args.recovery_interval is not None:
@@ -233,31 +246,48 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--items", type=int, default=8, help="recorded items (subtasks) per run")
     parser.add_argument("--latency", default="fixed:0.3", help="ORCHESTRA_REPLAY_LATENCY for the workers")
-    parser.add_argument("--services", default="redis,postgres", help="one trial per service, in this order")
+    parser.add_argument(
+        "--services",
+        default=None,
+        help="one trial per service, in this order: redis, postgres, rabbitmq "
+        "(default: redis,postgres; with an amqp:// --broker, rabbitmq,redis,postgres)",
+    )
     parser.add_argument("--at", type=float, default=1.5, help="seconds after the runs are created to stop it")
     parser.add_argument("--down", type=float, default=3.0, help="seconds the service stays down")
-    parser.add_argument("--visibility-timeout", type=int, default=10, help="seconds; Redis redelivery")
+    parser.add_argument(
+        "--visibility-timeout",
+        type=int,
+        default=10,
+        help="seconds: Redis redelivery; on either broker, a running attempt this old may run again",
+    )
     parser.add_argument("--timeout", type=float, default=120, help="seconds to wait for the runs to end")
     parser.add_argument(
         "--recovery-interval", type=int, default=None, help="ORCHESTRA_RECOVERY_INTERVAL_S; default: the studio's"
     )
+    add_broker_argument(parser)
     args = parser.parse_args()
-    services = [name.strip() for name in args.services.split(",") if name.strip()]
-    unknown = set(services) - {"redis", "postgres"}
+    amqp = broker_kind(args.broker or "redis://") == "amqp"
+    chosen = args.services if args.services is not None else ("rabbitmq,redis,postgres" if amqp else "redis,postgres")
+    services = [name.strip() for name in chosen.split(",") if name.strip()]
+    unknown = set(services) - {"redis", "postgres", "rabbitmq"}
     if unknown:
-        parser.error(f"--services: unknown {', '.join(sorted(unknown))}; choose redis, postgres")
+        parser.error(f"--services: unknown {', '.join(sorted(unknown))}; choose redis, postgres, rabbitmq")
+    if "rabbitmq" in services and not amqp:
+        parser.error("--services rabbitmq: RabbitMQ is restarted only as the broker (--broker amqp://...)")
 
     print(
         f"Restart bench: {args.runs} composite replay runs x {args.items} items (replay latency {args.latency}) "
-        f"on two workers A and B (prefork, 4 processes each); {args.at:g} s after the runs are created, the embedded "
+        f"on two workers A and B (prefork, 4 processes each); {args.at:g} s after the runs are created, "
         f"{' (one trial), then '.join(services)} (one trial) is stopped, left down {args.down:g} s and started "
         f"again; no worker is restarted; visibility timeout {args.visibility_timeout} s.\n"
         f"Start: {load_average()}; {code_version()}",
         flush=True,
     )
     outcomes = []
-    with bench_environment() as bench:
+    with bench_environment(broker=args.broker) as bench:
         from django.conf import settings
+
+        print(f"Broker: {bench.describe_broker()}", flush=True)
 
         interval = args.recovery_interval
         if interval is None:

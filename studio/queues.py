@@ -8,10 +8,15 @@ which `workers/` defines (`workers.celery` adds the worker's own set-up to this 
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 from celery import Celery
-from kombu import Exchange, Queue
+from django.core.exceptions import ImproperlyConfigured
+from kombu import Connection, Exchange, Queue
+from kombu.utils.url import maybe_sanitize_url
+
+from studio.settings.env import BROKER_KINDS, broker_kind, broker_transport_options, celery_redis_url
 
 log = logging.getLogger(__name__)
 
@@ -62,3 +67,46 @@ def send(name: str, *args: Any, countdown: float | None = None) -> bool:
     except Exception:
         log.warning("could not send %s%s: the broker is unreachable", name, args, exc_info=True)
         return False
+
+
+BROKER_CHECK_TIMEOUT_S = 5
+
+
+def broker_problem(url: str, *, from_redis_url: bool = False, timeout_s: int = BROKER_CHECK_TIMEOUT_S) -> str | None:
+    """Why Celery cannot use the broker at `url`, in one line that names CELERY_BROKER_URL (or,
+    `from_redis_url`, says the broker is REDIS_URL's Redis because it is unset) and hides the
+    password; None when the broker takes a connection. One try of at most `timeout_s` seconds:
+    at start a wrong address should fail at once, where Celery's own start-up would retry it
+    for minutes."""
+    shown = maybe_sanitize_url(url) if "@" in url else url  # the password, if any, as **
+    where = (
+        f"CELERY_BROKER_URL is unset, so the broker is REDIS_URL's {shown}"
+        if from_redis_url
+        else f"CELERY_BROKER_URL={shown}"
+    )
+    kind = broker_kind(url)
+    if kind is None:
+        schemes = ", ".join(f"{scheme}://" for scheme in BROKER_KINDS)
+        scheme = url.partition("://")[0] if "://" in url else url
+        return f"{where}: unknown broker scheme {scheme!r}; use one of {schemes}."
+    options = broker_transport_options(kind, visibility_timeout=3600)
+    connection = Connection(url, connect_timeout=timeout_s, transport_options=options)
+    try:
+        connection.ensure_connection(max_retries=1, interval_start=0, interval_step=0, timeout=timeout_s)
+    except Exception as error:  # any failure to connect: refused, unknown host, bad login, timeout
+        reason = " ".join(str(error).split()) or type(error).__name__
+        return f"{where}: cannot connect to the Celery broker ({reason})."
+    finally:
+        connection.release()
+    return None
+
+
+def broker_problem_in(environ: Mapping[str, str]) -> str | None:
+    """broker_problem for the broker of a process started with `environ`: CELERY_BROKER_URL,
+    else REDIS_URL's Redis (which `manage.py up` or a bench may have just started)."""
+    if environ.get("CELERY_BROKER_URL"):
+        return broker_problem(environ["CELERY_BROKER_URL"])
+    try:
+        return broker_problem(celery_redis_url(environ.get("REDIS_URL", "")), from_redis_url=True)
+    except ImproperlyConfigured as error:
+        return str(error)

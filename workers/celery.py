@@ -13,7 +13,7 @@ from celery import bootsteps, signals
 # The same default as studio.asgi: a worker started by hand is a deployment's.
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "studio.settings.production")
 
-from studio.queues import QUEUES, app  # noqa: E402
+from studio.queues import QUEUES, app, broker_problem  # noqa: E402
 
 __all__ = ["QUEUES", "app"]
 
@@ -55,6 +55,21 @@ class RecoverySweep(bootsteps.StartStopStep):
 
 
 app.steps["worker"].add(RecoverySweep)
+
+
+@signals.celeryd_init.connect
+def refuse_a_bad_broker(conf: Any = None, **kwargs: Any) -> None:
+    """A `celery worker` whose broker URL is wrong or unreachable stops at once with one line
+    naming CELERY_BROKER_URL, instead of retrying for minutes (broker_connection_retry_on_startup,
+    kept for a broker lost later). `celeryd_init` is sent by the worker program only, before it
+    connects; SystemExit passes through Celery's signal dispatch and prints just its message."""
+    url = (conf or app.conf).broker_url or ""
+    if url:
+        problem = broker_problem(url, from_redis_url=not os.environ.get("CELERY_BROKER_URL"))
+    else:
+        problem = "CELERY_BROKER_URL and REDIS_URL are unset: the worker has no broker."
+    if problem is not None:
+        raise SystemExit(problem)
 
 
 @signals.worker_init.connect

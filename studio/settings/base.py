@@ -12,6 +12,8 @@ from django.core.exceptions import ImproperlyConfigured
 from studio.settings.env import (
     BASE_DIR,
     DATA_DIR,  # noqa: F401 - a setting: checkpoints and other artifacts live under it
+    broker_kind,
+    broker_transport_options,
     env_bool,
     env_int,
     env_list,
@@ -139,18 +141,22 @@ def database_settings(url: str | None) -> dict[str, Any]:
 DATABASE_URL = env_str("DATABASE_URL")
 REDIS_URL = env_str("REDIS_URL")
 DATABASES = database_settings(DATABASE_URL)
+# Celery's broker when it is not REDIS_URL's Redis: RabbitMQ (amqp://user:password@host:5672/vhost)
+# or another Redis. The channel layer, the cache and Celery's results stay in REDIS_URL's Redis.
+_broker_url = env_str("CELERY_BROKER_URL")
 
-# Filled in from REDIS_URL by `apply_redis` below.
-CELERY_BROKER_URL = ""
+# Filled in from REDIS_URL (and CELERY_BROKER_URL) by `apply_redis` below.
+CELERY_BROKER_URL = _broker_url or ""
 CELERY_RESULT_BACKEND = ""
 CHANNEL_LAYERS: dict[str, Any] = {}
 CACHES: dict[str, Any] = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 
 
 def apply_redis(namespace: dict[str, Any], url: str | None) -> None:
-    """Point Celery, Channels and the cache at REDIS_URL (in the given settings module)."""
+    """Point Celery, Channels and the cache at REDIS_URL (in the given settings module); Celery's
+    broker is CELERY_BROKER_URL's when that is set."""
     if url is not None:
-        namespace.update(redis_settings(url))
+        namespace.update(redis_settings(url, _broker_url))
 
 
 apply_redis(globals(), REDIS_URL)
@@ -170,14 +176,26 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # failure and the recovery sweep (ORCHESTRA_RECOVERY_INTERVAL_S) picks the run up.
 CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 8, "interval_start": 0, "interval_step": 0.5, "interval_max": 2}
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
-# With acks_late, a task whose worker died is redelivered after this many seconds (Redis broker).
-# Keep it above CELERY_TASK_TIME_LIMIT: a task still running when it passes is delivered twice.
-CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 3600)}
+# "redis" or "amqp" (RabbitMQ); None for a scheme the start check refuses (studio.queues.broker_problem).
+ORCHESTRA_BROKER_KIND = broker_kind(_broker_url) if _broker_url else "redis"
+# With acks_late, a task whose worker died is redelivered: by Redis after the visibility
+# timeout (CELERY_VISIBILITY_TIMEOUT; keep it above CELERY_TASK_TIME_LIMIT, or a task still
+# running when it passes is delivered twice), by RabbitMQ as soon as the worker's connection
+# closes. RabbitMQ gets publisher confirms instead (see broker_transport_options).
+_visibility_timeout = env_int("CELERY_VISIBILITY_TIMEOUT", 3600)
+CELERY_BROKER_TRANSPORT_OPTIONS = broker_transport_options(
+    ORCHESTRA_BROKER_KIND, visibility_timeout=_visibility_timeout
+)
 # An attempt still `running` this long after it started has lost its worker (a live one is
-# stopped by the time limit, and only a dead one's message comes back, after the visibility
-# timeout): a redelivered message may run it again. A `queued` attempt this old whose
+# stopped by the time limit; with Redis only a dead one's message comes back, after the
+# visibility timeout): a redelivered message may run it again. A `queued` attempt this old whose
 # message was lost (a step killed between COMMIT and sending) is sent again by the next step.
-ORCHESTRA_ATTEMPT_STALE_S = min(CELERY_TASK_TIME_LIMIT, CELERY_BROKER_TRANSPORT_OPTIONS["visibility_timeout"])
+# RabbitMQ redelivers at once, while the first delivery may still be running (its connection
+# dropped, the worker did not), so there only the time limit bounds it.
+ORCHESTRA_ATTEMPT_STALE_S = env_int(
+    "ORCHESTRA_ATTEMPT_STALE_S",
+    CELERY_TASK_TIME_LIMIT if ORCHESTRA_BROKER_KIND == "amqp" else min(CELERY_TASK_TIME_LIMIT, _visibility_timeout),
+)
 # Every this many seconds one worker queues `workers.runs_recover`, which steps every run still
 # pending or running that recorded no event for as long: a step whose message was lost while
 # Redis or PostgreSQL was away is taken again, and attempts lost with it are sent again. 0: off.

@@ -81,23 +81,63 @@ def channel_host(redis_url: str, *, tcp: bool) -> dict[str, Any]:
     return host
 
 
-def redis_settings(redis_url: str) -> dict[str, Any]:
+def celery_redis_url(redis_url: str) -> str:
+    """REDIS_URL as Celery spells it: `redis://host:port/db` as is, and a unix socket
+    `unix:///path/to/redis.sock?db=N` as `redis+socket:///path/to/redis.sock?virtual_host=N`."""
+    parts = urlsplit(redis_url)
+    if parts.scheme in {"redis", "rediss"}:
+        return redis_url
+    if parts.scheme == "unix":
+        db = parse_qs(parts.query).get("db", ["0"])[0]
+        return f"redis+socket://{parts.path}?virtual_host={db}"
+    raise ImproperlyConfigured(f"REDIS_URL must start with redis://, rediss:// or unix://, not {parts.scheme}://.")
+
+
+# The brokers the studio is set up for, by URL scheme: Redis, or RabbitMQ (AMQP 0-9-1).
+BROKER_KINDS = {
+    "redis": "redis",
+    "rediss": "redis",
+    "redis+socket": "redis",
+    "amqp": "amqp",
+    "amqps": "amqp",
+    "pyamqp": "amqp",
+}
+
+
+def broker_kind(broker_url: str) -> str | None:
+    """ "redis" or "amqp" for a Celery broker URL; None for a scheme the studio is not set up for
+    (the start check, studio.queues.broker_problem, refuses it with one line)."""
+    return BROKER_KINDS.get(urlsplit(broker_url).scheme)
+
+
+def broker_transport_options(kind: str | None, *, visibility_timeout: int) -> dict[str, Any]:
+    """Celery's `broker_transport_options` for the kind of broker.
+
+    - Redis keeps a message a worker took, unacknowledged, aside for `visibility_timeout`
+      seconds, then delivers it again: that is how a dead worker's task (acks_late) comes back.
+    - RabbitMQ delivers a dead worker's unacknowledged messages again as soon as its connection
+      closes, and has no visibility timeout. Publisher confirms make a send return only once
+      RabbitMQ holds the message, so a message is not lost in a broker that stops right after.
+    """
+    if kind == "amqp":
+        return {"confirm_publish": True}
+    if kind == "redis":
+        return {"visibility_timeout": visibility_timeout}
+    return {}
+
+
+def redis_settings(redis_url: str, broker_url: str | None = None) -> dict[str, Any]:
     """Derive the Celery, channel-layer and cache settings from one REDIS_URL.
 
     `redis://host:port/db` and `unix:///path/to/redis.sock?db=N` are both accepted;
-    Celery spells a unix socket `redis+socket://`.
+    Celery spells a unix socket `redis+socket://`. Celery's broker is this Redis unless
+    `broker_url` (CELERY_BROKER_URL) names another; its results stay in Redis.
     """
     parts = urlsplit(redis_url)
-    if parts.scheme in {"redis", "rediss"}:
-        celery_url = redis_url
-    elif parts.scheme == "unix":
-        db = parse_qs(parts.query).get("db", ["0"])[0]
-        celery_url = f"redis+socket://{parts.path}?virtual_host={db}"
-    else:
-        raise ImproperlyConfigured(f"REDIS_URL must start with redis://, rediss:// or unix://, not {parts.scheme}://.")
+    celery_url = celery_redis_url(redis_url)
     return {
         "REDIS_URL": redis_url,
-        "CELERY_BROKER_URL": celery_url,
+        "CELERY_BROKER_URL": broker_url or celery_url,
         "CELERY_RESULT_BACKEND": celery_url,
         "CHANNEL_LAYERS": {
             "default": {

