@@ -58,13 +58,14 @@ api-types: $(STAMP) $(NODE_STAMP)
 	cd frontend && npx openapi-typescript src/api/openapi.json -o src/api/schema.d.ts
 	cd frontend && npx openapi-typescript src/api/messages.json -o src/api/messages.d.ts
 
-# The browser tests drive Debian's Chromium; install it where we may (root with apt), else say how.
+# The browser tests drive Debian's Chromium, and the load-balanced WebSocket test and
+# bench/cluster.py Debian's HAProxy; install them where we may (root with apt), else say how.
 chromium:
-	@command -v chromium >/dev/null 2>&1 || { \
+	@{ command -v chromium && PATH="$$PATH:/usr/sbin" command -v haproxy; } >/dev/null 2>&1 || { \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    echo "Installing Debian's chromium for the browser tests"; \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
-	  else echo "The browser tests need Debian's chromium: sudo apt-get install -y chromium" >&2; exit 1; fi; }
+	    echo "Installing Debian's chromium and haproxy for the browser and load-balancer tests"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium haproxy >/dev/null; \
+	  else echo "The browser and load-balancer tests need Debian's chromium and haproxy: sudo apt-get install -y chromium haproxy" >&2; exit 1; fi; }
 
 up: $(STAMP) frontend
 	$(BIN)/python manage.py up
