@@ -118,6 +118,7 @@ def stack(tmp_path: Path) -> Iterator[Callable[[], str]]:
         "FIELD_ENCRYPTION_KEY": ",".join(settings.FIELD_ENCRYPTION_KEYS),
         "REDIS_URL": redis_url,
         "ALLOWED_HOSTS": "127.0.0.1,localhost",
+        "SECURE_SSL_REDIRECT": "false",  # plain HTTP on loopback: no TLS proxy in front
         "DATABASE_POOL_MAX_SIZE": str(BOUND),
         "ORCHESTRA_RECOVERY_INTERVAL_S": "0",
         "LOG_LEVEL": "WARNING",
