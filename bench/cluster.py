@@ -34,6 +34,9 @@ checks), and the time from the fault clearing (kill: the kill; link: link up; we
 as nothing needs web1 afterwards; broker: broker up) until the last run ended. Goals: every
 run ends, 0 billed twice, 0 gaps, all within 60 s of the fault clearing.
 
+Logs: one folder per run, `<BENCH_DATA_DIR>/logs/cluster-<date>-<time>-<broker>-<pid>/`
+(printed at the start), `<host>.log` per host and service.
+
 Everything made is removed on exit, Ctrl-C, SIGTERM or an exception; `--cleanup` removes
 leftovers by name prefix (bench/netns.py). Needs root.
 """
@@ -124,7 +127,10 @@ class Cluster:
         self.threads = threads
         self.latency = latency
         self.tmp = Path(tempfile.mkdtemp(prefix=TMP_PREFIX))
-        self.logs = DATA_DIR / "logs"
+        # One folder per run. Appending to one log per host across runs let an earlier run's
+        # "web server is up" satisfy `ready` at once: every host was started together, and the
+        # load met web hosts still migrating a fresh database (HAProxy: 503).
+        self.logs = DATA_DIR / "logs" / f"cluster-{time.strftime('%Y%m%d-%H%M%S')}-{broker}-{os.getpid()}"
         self.processes: dict[str, subprocess.Popen[bytes]] = {}
         self.host_env: dict[str, str] = {}
 
@@ -134,7 +140,7 @@ class Cluster:
         """`argv` inside `host`'s namespace, with a UTS namespace of its own named after it
         (Celery names workers after the host name)."""
         self.logs.mkdir(parents=True, exist_ok=True)
-        log = self.logs / f"cluster-{key}.log"
+        log = self.logs / f"{key}.log"
         wrapped = ["unshare", "--uts", "sh", "-c", f'hostname {host.netns}; exec "$@"', "sh", *argv]
         with log.open("ab") as out:
             process = subprocess.Popen(
@@ -253,12 +259,14 @@ class Cluster:
     def ready(self, hosts: list[Host]) -> None:
         for host in hosts:
             text = "web server is up" if host in WEBS else "is up on queues"
-            wait_log(self.logs / f"cluster-{host.name}.log", text, self.processes[host.name])
+            wait_log(self.logs / f"{host.name}.log", text, self.processes[host.name])
 
     def restart(self, hosts: list[Host]) -> None:
         for host in hosts:
             host.kill_all()
-            (self.logs / f"cluster-{host.name}.log").unlink(missing_ok=True)
+            log = self.logs / f"{host.name}.log"
+            if log.exists():  # kept, as `<host>.<n>.log`, for reading after the run
+                log.rename(log.with_name(f"{host.name}.{len(list(self.logs.glob(f'{host.name}.*.log'))) + 1}.log"))
             (self.start_web if host in WEBS else self.start_worker)(host)
         self.ready(hosts)
 
@@ -442,6 +450,7 @@ def run_cluster(args: argparse.Namespace) -> None:
         flush=True,
     )
     cluster = Cluster(args.broker, args.concurrency, args.threads, args.latency)
+    print(f"Logs: {cluster.logs}", flush=True)
     try:
         netns.remove_all()
         cluster.build()
