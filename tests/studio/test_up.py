@@ -5,17 +5,13 @@ from __future__ import annotations
 import http.cookiejar
 import json
 import os
-import re
-import signal
 import socket
-import subprocess
-import sys
-import threading
-import time
 import urllib.request
 from pathlib import Path
 
 import pytest
+
+from tests.support.up import UpProcess
 
 pytestmark = pytest.mark.integration
 
@@ -28,38 +24,13 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-class Up:
-    def __init__(self, data_dir: Path, port: int) -> None:
-        env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL"}}
-        env.update(ORCHESTRA_DATA_DIR=str(data_dir), DJANGO_SETTINGS_MODULE="studio.settings.dev")
-        env.update(ORCHESTRA_DEMO_POLICY="false")  # its training takes minutes; tests/studio/test_bootstrap.py
-        env.pop("ORCHESTRA_ADMIN_PASSWORD", None)
-        self.process = subprocess.Popen(
-            [sys.executable, "manage.py", "up", "--port", str(port), "--concurrency", "1"],
-            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        )  # fmt: skip
-        self.lines: list[str] = []
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        assert self.process.stdout is not None
-        for line in self.process.stdout:
-            self.lines.append(line)
-
-    def wait_for(self, pattern: str, timeout: float = 90) -> re.Match[str]:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            for line in self.lines:
-                if match := re.search(pattern, line):
-                    return match
-            if self.process.poll() is not None:
-                break
-            time.sleep(0.1)
-        raise AssertionError(f"no {pattern!r} in output:\n{''.join(self.lines)}")
-
-    def stop(self) -> int:
-        self.process.send_signal(signal.SIGINT)
-        return self.process.wait(timeout=60)
+def Up(data_dir: Path, port: int) -> UpProcess:  # noqa: N802 - reads as the class it was
+    """`make up`'s `manage.py up` on embedded services under `data_dir`."""
+    env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL"}}
+    env.update(ORCHESTRA_DATA_DIR=str(data_dir), DJANGO_SETTINGS_MODULE="studio.settings.dev")
+    env.update(ORCHESTRA_DEMO_POLICY="false")  # its training takes minutes; tests/studio/test_bootstrap.py
+    env.pop("ORCHESTRA_ADMIN_PASSWORD", None)
+    return UpProcess(["--port", str(port), "--concurrency", "1"], env)
 
 
 def client(base: str, username: str, password: str) -> urllib.request.OpenerDirector:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
 import threading
@@ -23,6 +22,7 @@ from studio.management.commands.up import MIGRATION_LOCK, migration_lock, plan_c
 from tests.studio.test_up import client, free_port
 from tests.support.databases import scratch_database
 from tests.support.rabbitmq import rabbitmq_url
+from tests.support.up import UpProcess
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -183,39 +183,6 @@ def test_a_worker_host_does_not_start_on_an_unmigrated_database(tmp_path: Path) 
     assert re.match(r"CommandError: The database in DATABASE_URL is \d+ migration\(s\) not applied after 0 s;", line)
 
 
-class UpProcess:
-    """`manage.py up ARGS` in the background, its output collected line by line."""
-
-    def __init__(self, args: list[str], env: dict[str, str]) -> None:
-        self.process = subprocess.Popen(
-            [sys.executable, "manage.py", "up", *args],
-            cwd=ROOT, env={**os.environ, **env}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        )  # fmt: skip
-        self.lines: list[str] = []
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        assert self.process.stdout is not None
-        for line in self.process.stdout:
-            self.lines.append(line)
-
-    def wait_for(self, pattern: str, timeout: float = 120) -> re.Match[str]:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            for line in list(self.lines):
-                if match := re.search(pattern, line):
-                    return match
-            if self.process.poll() is not None:
-                break
-            time.sleep(0.1)
-        raise AssertionError(f"no {pattern!r} in output:\n{''.join(self.lines)}")
-
-    def stop(self) -> int:
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGINT)
-        return self.process.wait(timeout=60)
-
-
 @pytest.mark.integration
 def test_a_web_host_and_a_worker_host_serve_a_run_over_rabbitmq(tmp_path: Path) -> None:
     """Two `up`s, as two hosts would run them: the worker (queues orchestrator and workers)
@@ -233,10 +200,12 @@ def test_a_web_host_and_a_worker_host_serve_a_run_over_rabbitmq(tmp_path: Path) 
             "ORCHESTRA_ADMIN_PASSWORD": "roles-test-password",
             "ORCHESTRA_DEMO_POLICY": "false",
         }
-        worker = UpProcess(["--role", "worker", "--queues", "orchestrator,workers", "--concurrency", "2"], env)
+        worker = UpProcess(
+            ["--role", "worker", "--queues", "orchestrator,workers", "--concurrency", "2"], {**os.environ, **env}
+        )
         try:
             worker.wait_for(r"Waiting for a web host to apply the database's migrations")
-            web = UpProcess(["--role", "web", "--port", str(port)], env)
+            web = UpProcess(["--role", "web", "--port", str(port)], {**os.environ, **env})
             try:
                 web.wait_for(r"web server is up at", timeout=240)
                 name = worker.wait_for(r"worker (orchestra-orchestrator-workers@\S+) is up on queues").group(1)
