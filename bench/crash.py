@@ -40,7 +40,7 @@ import os
 import sys
 import time
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -66,13 +66,14 @@ class Damage:
     statuses: Counter[str]
     other_runs: list[str]  # "run N: status: reason" for each run that did not succeed
     calls: Counter[int]  # provider calls started per attempt id
-    in_flight_at_kill: set[int]  # attempts running (in A or B) when A was killed
+    in_flight_at_kill: set[int]  # attempts running (in any worker) just after a kill
     in_killed_worker: set[int]  # of those, the ones whose provider call was under way in A
     finished_events: Counter[int]  # attempt.finished events per attempt id
     finished_attempts: set[int]
     misbilled_runs: list[str]
     sequence_gaps: int
     runs_with_gaps: int
+    unexplained: list[str] = field(default_factory=list)  # a line per repeated call not cut short by a kill
 
 
 def read_call_log(path: Path, what: str) -> list[tuple[int, int, float]]:
@@ -179,6 +180,8 @@ def report(damage: Damage, runs: int, kills: list[Kill], timings: dict[str, floa
     )
     for line in damage.misbilled_runs:
         print(f"  {line}")
+    for line in damage.unexplained:
+        print(f"  repeated, not cut short by a kill: {line}")
     print(
         f"Event sequence gaps: {damage.sequence_gaps} (in {damage.runs_with_gaps} runs)\n"
         "Timeline: "
@@ -232,11 +235,15 @@ def trial(
         run_ids = [run_create(owner=owner, task_id=task_id, pool_id=pool_id).pk for task_id in task_ids]
         for name, at_s in schedule:
             time.sleep(max(0.0, at_s - (time.monotonic() - created)))
-            running = Attempt.objects.filter(node__run_id__in=run_ids, status="running")
-            in_flight = set(running.values_list("pk", flat=True))
             pids = set(workers[name].pids())
             workers[name].kill()
-            moments.append((name, time.monotonic() - created, in_flight, pids, time.time()))
+            wall, at_s = time.time(), time.monotonic() - created
+            # Read after the kill: what the dead worker held stays `running`, and a call it began
+            # in the moment before the kill is counted (read before it, such a call was missed
+            # and its redelivery reported as an unexplained repeat).
+            running = Attempt.objects.filter(node__run_id__in=run_ids, status="running")
+            in_flight = set(running.values_list("pk", flat=True))
+            moments.append((name, at_s, in_flight, pids, wall))
             print(f"  killed {name} ({len(in_flight)} attempts running at that moment; {load_average()})", flush=True)
         time.sleep(1.0)
         killed = [workers[name] for name, *_ in moments]
@@ -262,6 +269,23 @@ def trial(
         cut_short |= mine
         redelivered += [at_s + when - wall for attempt, _, when in calls if attempt in mine and when > wall]
     damage = assess(run_ids, call_log, in_flight_any, cut_short)
+    repeated = {attempt for attempt, count in damage.calls.items() if count > 1} - cut_short
+    first_kill = moments[0][4] if moments else 0.0
+    killed_pids = {pid: name for name, _, _, pids, _ in moments for pid in pids}
+    damage = replace(
+        damage,
+        unexplained=[
+            f"attempt {attempt}: calls at "
+            + ", ".join(
+                f"{when - first_kill:+.3f} s (pid {pid}{', in ' + killed_pids[pid] if pid in killed_pids else ''})"
+                for a, pid, when in calls
+                if a == attempt
+            )
+            + " from the first kill"
+            + ("; it was running just after a kill" if attempt in in_flight_any else "")
+            for attempt in sorted(repeated)
+        ],
+    )
     timings = {"ready": ready_at, "redelivered": min(redelivered, default=float("nan")), "ended": ended_at}
     return damage, kills, timings
 
