@@ -7,7 +7,8 @@ not N. If the cache is unreachable, every request enqueues a step (correct, just
 
 If the broker is unreachable too (Redis restarting for longer than the publish retries
 wait), the request is dropped with a warning and `runs_recover`, queued every
-ORCHESTRA_RECOVERY_INTERVAL_S by one worker, steps the run once the broker is back.
+ORCHESTRA_RECOVERY_INTERVAL_S by one worker, steps the run once the broker is back. The
+sweep steps a quiet run whatever its mark says: a mark can outlive its step (`step_request`).
 """
 
 from __future__ import annotations
@@ -34,11 +35,18 @@ def _mark(run_id: int) -> str:
     return f"run-step-queued:{run_id}"
 
 
-def step_request(run_id: int) -> None:
+def step_request(run_id: int, *, force: bool = False) -> None:
     """Queue a step of the run unless one is already queued. Call after commit. Never raises:
-    a step that cannot be queued now is taken by the next `runs_recover`."""
+    a step that cannot be queued now is taken by the next `runs_recover`.
+
+    `force` (the recovery sweep) queues one whatever the mark says: a mark can outlive the step
+    it stood for. With a broker other than Redis, a step can run while Redis is away; it cannot
+    clear the mark then, and Redis keeps the mark across its restart (it writes its dump when
+    stopped), so until the mark expires every request would be held back by it."""
     try:
-        first = cache.add(_mark(run_id), 1, timeout=MARK_TTL_S)
+        if force:
+            cache.set(_mark(run_id), 1, timeout=MARK_TTL_S)
+        first = force or cache.add(_mark(run_id), 1, timeout=MARK_TTL_S)
     except Exception:  # the cache is Redis; the broker may still be fine
         log.warning("cache unreachable; queueing a step of run %s anyway", run_id, exc_info=True)
         first = True
@@ -76,7 +84,7 @@ def runs_recover(*, quiet_s: float | None = None) -> list[int]:
     quiet = settings.ORCHESTRA_RECOVERY_INTERVAL_S if quiet_s is None else quiet_s
     run_ids = runs_quiet(quiet_s=quiet)
     for run_id in run_ids:
-        step_request(run_id)
+        step_request(run_id, force=True)  # a quiet run's mark, if any, is stale (see step_request)
     if run_ids:
         log.info("recovery: asked for a step of %d quiet run(s): %s", len(run_ids), run_ids[:20])
     return run_ids
