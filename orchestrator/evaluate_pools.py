@@ -162,7 +162,9 @@ def evaluate_split(
                 {"split": split.name, "kind": split.kind, "unseen": list(split.unseen), "seed": seed, "k": k,
                  "method": name, "aiq": result.aiq, "best_macro": best, "not_applicable": result.not_applicable,
                  "train_items": train.n_items, "test_items": test.n_items, "seconds": time.perf_counter() - started,
-                 "strong": anchors.strong[1], "weak": anchors.weak[1], "cheap": cheap, "setup": args.setup}
+                 "strong": anchors.strong[1], "weak": anchors.weak[1], "cheap": cheap, "setup": args.setup,
+                 "fit": {key: value for key, value in getattr(method, "metrics", {}).items()
+                         if key.startswith(("holdout/", "time/fit"))}}
             )  # fmt: skip
     return rows
 

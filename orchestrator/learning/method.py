@@ -26,6 +26,7 @@ from orchestrator.learning.cascade import fit_gates, plan_cascade, run_cascade
 from orchestrator.learning.dataset import Embedder, PoolContext, default_embedder, encode, make_context
 from orchestrator.learning.episode import EpisodeBatch, cost_ceiling, rollout
 from orchestrator.learning.features import answer_key, response_surface
+from orchestrator.learning.holdout import Best, Holdout, HoldoutConfig, hold_out
 from orchestrator.learning.model import PolicyConfig, PolicyNet
 from orchestrator.learning.rl import RLConfig, evaluate_reward, train_rl
 from orchestrator.learning.sft import ExtraTrajectories, SFTConfig, extra_from_records, train_sft
@@ -58,6 +59,7 @@ class LearnedConfig:
     cascade_knobs: tuple[NonNegative, ...] = CASCADE_KNOBS  # λ values also run as an agreement cascade
     prices: str | None = None  # a prices.json for the price features (else derived from calibration)
     threads: Count = 1  # torch CPU threads (small MLPs: more threads mostly contend)
+    holdout: HoldoutConfig = field(default_factory=HoldoutConfig)  # for an unseen pool: what training holds out
 
     @classmethod
     def from_mapping(cls, config: Mapping[str, Any] | None) -> LearnedConfig:
@@ -114,18 +116,48 @@ class LearnedMethod:
         if self.checkpoint is not None:
             self._load(train, emb, probe)
             return
+        fitted, fitted_emb, holdout = train, emb, None
+        if probe is not None:
+            # For an unseen pool: some models and items held out, to stop training where the
+            # policy does best on models it never saw (`learning.holdout`).
+            held = self.config.holdout
+            steps, prices = self.config.sft.max_steps, self._prices()
+            fitted, fitted_emb, holdout = hold_out(train, emb, held, seed=seed, max_steps=steps, prices=prices)
+        net, batch, context, self.metrics = self._train_on(fitted, fitted_emb, self.config, seed, probe, holdout)
+        if holdout is not None and self.config.holdout.refit:
+            # Again on every item and model, for as long as the held-out pools chose.
+            found = {key: value for key, value in self.metrics.items() if key.startswith("holdout/")}
+            sft = replace(self.config.sft, epochs=int(found.get("holdout/sft_epochs", self.config.sft.epochs)))
+            rl = replace(self.config.rl, iterations=int(found.get("holdout/rl_updates", self.config.rl.iterations)))
+            config = replace(self.config, sft=sft, rl=rl)
+            fitted = train
+            net, batch, context, self.metrics = self._train_on(train, emb, config, seed, probe, None)
+            self.metrics |= found
+        self.net = net
+        self._train, self._gates = (fitted, batch), {}
+        self.context = context if probe is None else make_context(probe, self._embed(probe), self._prices())
+
+    def _train_on(
+        self,
+        train: OutcomeTable,
+        emb: np.ndarray,
+        config: LearnedConfig,
+        seed: int,
+        probe: OutcomeTable | None,
+        holdout: Holdout | None,
+    ) -> tuple[PolicyNet, EpisodeBatch, PoolContext, dict[str, float]]:
+        """A network trained on `train`: (it, the train episodes, their calibration, metrics)."""
+        torch.manual_seed(seed)
         # For an unseen pool the test-time calibration is a small probe, which gets the plain
         # kNN accuracy (no predictor): train on the same estimator, so the feature means the same.
         context = make_context(train, emb, self._prices(), predictor=probe is None)
         batch = encode(train, emb, context, with_outcomes=True, exclude_self=True)
-        net = PolicyNet(self.config.policy)
+        net = PolicyNet(config.policy)
         extra: ExtraTrajectories | None = None
         if self.extra_records:
             extra = extra_from_records(self.extra_records, train.item_ids, train.pairs)
-        self.metrics = fit_policy(net, batch, self.config, seed=seed, extra=extra)
-        self.net = net
-        self._train, self._gates = (train, batch), {}
-        self.context = context if probe is None else make_context(probe, self._embed(probe), self._prices())
+        metrics = fit_policy(net, batch, config, seed=seed, extra=extra, holdout=holdout)
+        return net, batch, context, metrics
 
     def calibrate(self, probe: OutcomeTable) -> None:
         """Calibrate the fitted network on another probe of the same unseen pool (no new training:
@@ -221,15 +253,21 @@ def fit_policy(
     extra: ExtraTrajectories | None = None,
     progress_sft: Any = None,
     progress_rl: Any = None,
+    holdout: Holdout | None = None,
 ) -> dict[str, float]:
-    """SFT then RL on one pool's episodes; metrics include the greedy reward before and after."""
+    """SFT then RL on one pool's episodes; metrics include the greedy reward before and after.
+
+    With `holdout`, each stage ends with its weights that did best on the held-out pools."""
     start = time.perf_counter()
     lams = (0.0, 0.1, 0.5, 1.0)
+    best = Best(net, holdout) if holdout is not None else None
     metrics = {"eval/reward_untrained": evaluate_reward(net, batch, lams, config.sft.max_steps)}
-    metrics |= train_sft(net, batch, replace(config.sft, seed=seed), extra=extra, progress=progress_sft)
+    sft = replace(config.sft, seed=seed)
+    metrics |= train_sft(net, batch, sft, extra=extra, progress=progress_sft, best=best)
     metrics["eval/reward_sft"] = evaluate_reward(net, batch, lams, config.sft.max_steps)
     if config.rl.iterations > 0:
-        metrics |= train_rl(net, batch, replace(config.rl, seed=seed), progress=progress_rl)
+        rl = replace(config.rl, seed=seed)
+        metrics |= train_rl(net, batch, rl, progress=progress_rl, best=best, every=config.holdout.rl_every)
     metrics["eval/reward_rl"] = evaluate_reward(net, batch, lams, config.sft.max_steps)
     metrics["time/fit_s"] = time.perf_counter() - start
     return metrics

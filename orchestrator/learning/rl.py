@@ -21,6 +21,7 @@ import copy
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -29,6 +30,11 @@ from orchestrator.configs import STRICT_KEYS, Count, Fraction, NonNegative, NonN
 from orchestrator.learning.episode import EpisodeBatch, episode_reward, rollout, violations
 from orchestrator.learning.model import PolicyNet
 from orchestrator.learning.sft import SFTConfig, sample_lambdas
+
+if TYPE_CHECKING:
+    from orchestrator.learning.holdout import Best
+
+RL_STEP = 1000  # `Best.at` of RL's measurements: RL_STEP + updates (the action heads' epochs are below)
 
 
 @dataclass(frozen=True)
@@ -93,8 +99,14 @@ def train_rl(
     config: RLConfig,
     *,
     progress: Callable[[int, int, dict[str, float]], None] | None = None,
+    best: Best | None = None,
+    every: int = 20,
 ) -> dict[str, float]:
-    """Improve the policy on the recorded outcomes of `batch`; returns the last metrics."""
+    """Improve the policy on the recorded outcomes of `batch`; returns the last metrics.
+
+    With `best` (pools held out of training, `learning.holdout`), the network is measured
+    before the first update, every `every` updates and after the last, and ends with the
+    weights of its best measurement (which may be the one it started from)."""
     # --- seeding ---
     rng = np.random.default_rng(config.seed)
     torch.manual_seed(config.seed)
@@ -108,6 +120,9 @@ def train_rl(
     n = batch.task.shape[0]
     metrics: dict[str, float] = {}
     violations_seen = 0
+    if best is not None:
+        best.reset()
+        best.offer(RL_STEP)  # the weights RL starts from: kept when no update beats them
     for it in range(config.iterations):
         tasks = rng.choice(n, size=min(config.tasks_per_iteration, n), replace=False)
         lam_task = sample_lambdas(len(tasks), lam_cfg, rng)
@@ -164,7 +179,12 @@ def train_rl(
             "loss/kl": kl_loss.item(),
             "loss/entropy": entropy.item(),
         }
+        if best is not None and ((it + 1) % every == 0 or it + 1 == config.iterations):
+            metrics["holdout/reward"] = best.offer(RL_STEP + it + 1)
         if progress:
             progress(it + 1, config.iterations, metrics)
+    if best is not None:
+        best.restore()
+        metrics["holdout/rl_updates"], metrics["holdout/rl_reward"] = best.at - RL_STEP, best.score
     metrics["time/rl_s"] = time.perf_counter() - start
     return metrics

@@ -25,7 +25,7 @@ import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -33,6 +33,9 @@ import torch
 from orchestrator.configs import STRICT_KEYS, Count, Fraction, NonNegative, NonNegativeInt, Positive, Seed, check_order
 from orchestrator.learning.episode import ACC, EpisodeBatch, response_features, rollout
 from orchestrator.learning.model import PolicyNet
+
+if TYPE_CHECKING:
+    from orchestrator.learning.holdout import Best
 
 
 @dataclass(frozen=True)
@@ -208,8 +211,12 @@ def train_sft(
     *,
     extra: ExtraTrajectories | None = None,
     progress: Callable[[int, int, dict[str, float]], None] | None = None,
+    best: Best | None = None,
 ) -> dict[str, float]:
-    """Fit the reliability head, then the action heads on curated trajectories; returns metrics."""
+    """Fit the reliability head, then the action heads on curated trajectories; returns metrics.
+
+    With `best` (pools held out of training, `learning.holdout`), the network is measured after
+    each epoch of the action heads and ends with the weights of its best epoch."""
     # --- seeding ---
     rng = np.random.default_rng(config.seed)
     torch.manual_seed(config.seed)
@@ -286,8 +293,13 @@ def train_sft(
             dec_losses.append(dec.item())
         metrics["loss/sft"] = float(np.mean(losses))
         metrics["loss/decompose"] = float(np.mean(dec_losses))
+        if best is not None:
+            metrics["holdout/reward"] = best.offer(epoch + 1)
         if progress:
             progress(config.reliability_epochs + epoch + 1, total, metrics)
+    if best is not None and best.at >= 0:
+        best.restore()
+        metrics["holdout/sft_epochs"], metrics["holdout/sft_reward"] = best.at, best.score
     net.eval()
     metrics["time/sft_s"] = time.perf_counter() - start
     return metrics
