@@ -27,9 +27,9 @@ from tqdm import tqdm
 from orchestrator import cli
 from orchestrator.learning.cascade import fit_gates, gates_payload
 from orchestrator.learning.context_io import context_payload
-from orchestrator.learning.dataset import PoolContext, encode, make_context
-from orchestrator.learning.method import LearnedConfig, fit_policy
-from orchestrator.learning.model import PolicyNet, save_checkpoint
+from orchestrator.learning.dataset import PoolContext
+from orchestrator.learning.method import LearnedConfig, train_network
+from orchestrator.learning.model import save_checkpoint
 from orchestrator.learning.sft import extra_from_records
 from orchestrator.outcomes import read_prices
 from orchestrator.policies import COST_PRESETS as PRESETS
@@ -59,6 +59,7 @@ def train(
     show_progress: bool = True,
     on_progress: Callable[[str, int, int, dict[str, float]], None] | None = None,
     extra_trajectories: Sequence[Mapping[str, Any]] = (),
+    unseen: bool = False,
 ) -> dict[str, float]:
     """Train on every item of `paths`; write the checkpoint to `out`; return the metrics.
 
@@ -71,7 +72,7 @@ def train(
     table = load_routable(list(paths), prices=prices)
     return train_table(
         table, out=out, seed=seed, config=config, prices=prices, embedder=embedder, show_progress=show_progress,
-        on_progress=on_progress, extra_trajectories=extra_trajectories, outcomes=[str(p) for p in paths],
+        on_progress=on_progress, extra_trajectories=extra_trajectories, outcomes=[str(p) for p in paths], unseen=unseen,
     )  # fmt: skip
 
 
@@ -87,8 +88,13 @@ def train_table(
     on_progress: Callable[[str, int, int, dict[str, float]], None] | None = None,
     extra_trajectories: Sequence[Mapping[str, Any]] = (),
     outcomes: Sequence[str] = (),
+    unseen: bool = False,
 ) -> dict[str, float]:
-    """`train` on the items of a table (a split of the files, say); `outcomes` names where they came from."""
+    """`train` on the items of a table (a split of the files, say); `outcomes` names where they came from.
+
+    `unseen`: for pools whose models it will not see, each calibrated on its own probe (a pool's
+    `calibration_source`), trained as `evaluate --probe` trains it (`learning.method.train_network`).
+    """
     start = time.perf_counter()
     torch.set_num_threads(config.threads)
     torch.manual_seed(seed)
@@ -104,10 +110,6 @@ def train_table(
     else:
         emb = np.asarray(embedder(table.prompts), dtype=np.float32)
     embedded_s = time.perf_counter() - start
-    context = make_context(table, emb, read_prices(prices) if prices else None)
-    batch = encode(table, emb, context, with_outcomes=True, exclude_self=True)
-    net = PolicyNet(config.policy)
-
     bars: dict[str, tqdm[Any]] = {}
 
     def progress(stage: str) -> Any:
@@ -122,22 +124,17 @@ def train_table(
 
         return update
 
-    extra = extra_from_records(extra_trajectories, table.item_ids, table.pairs) if extra_trajectories else None
-    metrics = fit_policy(
-        net,
-        batch,
-        config,
-        seed=seed,
-        extra=extra,
-        progress_sft=progress("sft"),
-        progress_rl=progress("rl"),
-    )
+    net, batch, context, metrics = train_network(
+        table, emb, config, seed=seed, unseen=unseen, prices=read_prices(prices) if prices else None,
+        extra_records=extra_trajectories, progress_sft=progress("sft"), progress_rl=progress("rl"),
+    )  # fmt: skip
     for bar in bars.values():
         bar.close()
     metrics["time/embed_s"] = embedded_s
     metrics["time/total_s"] = time.perf_counter() - start
     metrics["data/items"] = float(table.n_items)
     metrics["data/pairs"] = float(table.n_pairs)
+    extra = extra_from_records(list(extra_trajectories), table.item_ids, table.pairs) if extra_trajectories else None
     metrics["data/extra_trajectories"] = float(len(extra.rows) if extra else 0)
     save_checkpoint(
         out,
@@ -145,7 +142,7 @@ def train_table(
         extra={
             "kind": "orchestra-learned-policy",
             "metrics": metrics,
-            "train": {**config.to_dict(), "seed": seed, "outcomes": list(outcomes)},
+            "train": {**config.to_dict(), "seed": seed, "outcomes": list(outcomes), "unseen": unseen},
             "pool": pool_payload(context, table.pairs),
             "context": context_payload(context),
             "cascade": gates_payload(
@@ -165,6 +162,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--epochs", type=cli.non_negative, help="SFT epochs (action heads and reliability head each)")
     parser.add_argument("--rl-iterations", type=cli.non_negative, help="GRPO updates")
     parser.add_argument("--config", type=Path, help="JSON config for the learned policy (as evaluate --learned-config)")
+    parser.add_argument(
+        "--unseen", action="store_true",
+        help="for pools of models it will not see, calibrated on their probes: trained as evaluate --probe trains it",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     for path in args.outcomes:
         if not path.is_file():
@@ -177,10 +178,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             config = replace(config, sft=replace(config.sft, epochs=args.epochs, reliability_epochs=args.epochs))
         if args.rl_iterations is not None:
             config = replace(config, rl=replace(config.rl, iterations=args.rl_iterations))
-        metrics = train(args.outcomes, out=args.out, seed=args.seed, config=config, prices=prices)
+        metrics = train(args.outcomes, out=args.out, seed=args.seed, config=config, prices=prices, unseen=args.unseen)
     except cli.INPUT_ERRORS as error:
         parser.error(str(error))
     print(f"trained on {int(metrics['data/items'])} items x {int(metrics['data/pairs'])} pairs")
+    if "unseen/members" in metrics:
+        members, per = int(metrics["unseen/members"]), int(metrics["unseen/items_per_member"])
+        print(f"for unseen pools: {members} networks of about {per} items each")
     print(f"time: {metrics['time/total_s']:.1f}s (embedding {metrics['time/embed_s']:.1f}s)")
     for key in sorted(metrics):
         if not key.startswith(("time/", "data/")):

@@ -13,7 +13,7 @@ the network trained on the train pool scores pairs it never saw.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -24,6 +24,7 @@ import torch
 from orchestrator.configs import STRICT_KEYS, Count, NonNegative, from_mapping
 from orchestrator.learning.cascade import fit_gates, plan_cascade, run_cascade
 from orchestrator.learning.dataset import Embedder, PoolContext, default_embedder, encode, make_context
+from orchestrator.learning.ensemble import PolicyEnsemble, UnseenConfig, shares
 from orchestrator.learning.episode import EpisodeBatch, cost_ceiling, rollout
 from orchestrator.learning.features import answer_key, response_surface
 from orchestrator.learning.holdout import Best, Holdout, HoldoutConfig, hold_out
@@ -41,6 +42,8 @@ DEFAULT_KNOBS = (
 )
 
 ENGINES = ("core", "vectorized")
+
+Progress = Callable[[int, int, dict[str, float]], None]  # (done, total, metrics), as the trainers report
 
 # λ values at which the frontier also has an agreement-cascade point (`learning.cascade`).
 CASCADE_KNOBS = (0.01, 0.02, 0.035, 0.05, 0.08, 0.12, 0.2, 0.35, 0.5)
@@ -60,6 +63,7 @@ class LearnedConfig:
     prices: str | None = None  # a prices.json for the price features (else derived from calibration)
     threads: Count = 1  # torch CPU threads (small MLPs: more threads mostly contend)
     holdout: HoldoutConfig = field(default_factory=HoldoutConfig)  # for an unseen pool: what training holds out
+    unseen: UnseenConfig = field(default_factory=UnseenConfig)  # for an unseen pool: networks on shares of the items
 
     @classmethod
     def from_mapping(cls, config: Mapping[str, Any] | None) -> LearnedConfig:
@@ -145,19 +149,12 @@ class LearnedMethod:
         seed: int,
         probe: OutcomeTable | None,
         holdout: Holdout | None,
-    ) -> tuple[PolicyNet, EpisodeBatch, PoolContext, dict[str, float]]:
+    ) -> tuple[Any, EpisodeBatch, PoolContext, dict[str, float]]:
         """A network trained on `train`: (it, the train episodes, their calibration, metrics)."""
-        torch.manual_seed(seed)
-        # For an unseen pool the test-time calibration is a small probe, which gets the plain
-        # kNN accuracy (no predictor): train on the same estimator, so the feature means the same.
-        context = make_context(train, emb, self._prices(), predictor=probe is None)
-        batch = encode(train, emb, context, with_outcomes=True, exclude_self=True)
-        net = PolicyNet(config.policy)
-        extra: ExtraTrajectories | None = None
-        if self.extra_records:
-            extra = extra_from_records(self.extra_records, train.item_ids, train.pairs)
-        metrics = fit_policy(net, batch, config, seed=seed, extra=extra, holdout=holdout)
-        return net, batch, context, metrics
+        return train_network(
+            train, emb, config, seed=seed, unseen=probe is not None, prices=self._prices(),
+            extra_records=self.extra_records, holdout=holdout,
+        )  # fmt: skip
 
     def calibrate(self, probe: OutcomeTable) -> None:
         """Calibrate the fitted network on another probe of the same unseen pool (no new training:
@@ -242,6 +239,74 @@ def _route_cascade(
         plan_cascade(net, batch, lam, steps), choice, lambda i, j: answer_key(executed_response(test, i, j))
     )
     return Routes(executed=executed, final=final)
+
+
+def train_network(
+    train: OutcomeTable,
+    emb: np.ndarray,
+    config: LearnedConfig,
+    *,
+    seed: int,
+    unseen: bool,
+    prices: Mapping[str, Mapping[str, float]] | None = None,
+    extra_records: Sequence[Mapping[str, Any]] = (),
+    holdout: Holdout | None = None,
+    progress_sft: Progress | None = None,
+    progress_rl: Progress | None = None,
+) -> tuple[Any, EpisodeBatch, PoolContext, dict[str, float]]:
+    """The policy trained on `train` (whose rows `emb` embeds): (the network, the train items'
+    episodes, their calibration, the metrics).
+
+    `unseen`: for pools it will not see, which a small probe will calibrate. The per-item
+    accuracy is then the plain kNN one, as on a probe, so the feature means the same; and from
+    `config.unseen.max_items` items on, the policy is a `PolicyEnsemble` of networks, each
+    trained on its own share of the items with that share's calibration (`learning.ensemble`).
+    """
+    torch.manual_seed(seed)
+    context = make_context(train, emb, prices, predictor=not unseen)
+    batch = encode(train, emb, context, with_outcomes=True, exclude_self=True)
+    parts = shares(train.n_items, config.unseen.max_items if unseen else None, seed=seed)
+    if len(parts) == 1:
+        net = PolicyNet(config.policy)
+        metrics = fit_policy(
+            net, batch, config, seed=seed, extra=_extra(extra_records, train), progress_sft=progress_sft,
+            progress_rl=progress_rl, holdout=holdout,
+        )  # fmt: skip
+        return net, batch, context, metrics
+    members, metrics = [], {}
+    for m, rows in enumerate(parts):
+        share, share_emb = train.rows(rows), emb[rows]
+        share_context = make_context(share, share_emb, prices, predictor=False)
+        share_batch = encode(share, share_emb, share_context, with_outcomes=True, exclude_self=True)
+        torch.manual_seed(seed + 1000 * m)
+        net = PolicyNet(config.policy)
+        found = fit_policy(
+            net, share_batch, config, seed=seed + 1000 * m, extra=_extra(extra_records, share),
+            progress_sft=_part(progress_sft, m, len(parts)), progress_rl=_part(progress_rl, m, len(parts)),
+            holdout=holdout,
+        )  # fmt: skip
+        members.append(net)
+        for key, value in found.items():  # times add up; the rest is the members' mean
+            metrics[key] = metrics.get(key, 0.0) + (value if key.startswith("time/") else value / len(parts))
+    metrics["unseen/members"] = float(len(parts))
+    metrics["unseen/items_per_member"] = float(np.mean([len(rows) for rows in parts]))
+    return PolicyEnsemble(members), batch, context, metrics
+
+
+def _extra(records: Sequence[Mapping[str, Any]], table: OutcomeTable) -> ExtraTrajectories | None:
+    """The live trajectories whose items are in `table`, as SFT targets."""
+    return extra_from_records(list(records), table.item_ids, table.pairs) if records else None
+
+
+def _part(progress: Progress | None, m: int, count: int) -> Progress | None:
+    """Member m's progress as its part of all `count` members' (done and total scaled)."""
+    if progress is None:
+        return None
+
+    def update(done: int, total: int, metrics: dict[str, float]) -> None:
+        progress(m * total + done, count * total, metrics)
+
+    return update
 
 
 def fit_policy(

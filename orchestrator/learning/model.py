@@ -34,6 +34,7 @@ class PolicyConfig:
     embedding_dim: Count = 384  # width of the task text embedding (MiniLM)
     hidden: Count = 128  # width of every hidden layer
     dropout: Dropout = 0.0  # dropout inside the MLPs (training only)
+    members: Count = 1  # networks deciding together (`learning.ensemble`), each trained on its own items
 
     @property
     def task_dim(self) -> int:
@@ -116,6 +117,15 @@ class PolicyNet(nn.Module):  # type: ignore[misc]  # torch is not type-checked (
         return out
 
 
+def build_net(config: PolicyConfig) -> nn.Module:
+    """An untrained network of `config`: one PolicyNet, or a `PolicyEnsemble` of `config.members`."""
+    if config.members == 1:
+        return PolicyNet(config)
+    from orchestrator.learning.ensemble import PolicyEnsemble
+
+    return PolicyEnsemble.empty(config)
+
+
 def save_checkpoint(path: str | Path, net: PolicyNet, *, extra: dict[str, Any]) -> None:
     """A .pt file of plain tensors and JSON-able values: loads with weights_only=True."""
     payload = {"config": asdict(net.config), "state_dict": net.state_dict(), "embedding": EMBEDDING_ID, **extra}
@@ -130,13 +140,13 @@ def checkpoint_file_facts(path: str | Path) -> tuple[str, bool]:
     return saved_embedding(payload), "context" in payload
 
 
-def load_checkpoint(path: str | Path) -> tuple[PolicyNet, dict[str, Any]]:
+def load_checkpoint(path: str | Path) -> tuple[Any, dict[str, Any]]:
     """(network in eval mode, the rest of the payload: metrics, training config, ...);
     CheckpointError naming the file and the cause when it cannot be loaded."""
     try:
         payload: dict[str, Any] = torch.load(path, map_location="cpu", weights_only=True)
         check_embedding(payload, path)
-        net = PolicyNet(PolicyConfig(**payload.pop("config")))
+        net = build_net(PolicyConfig(**payload.pop("config")))
         net.load_state_dict(payload.pop("state_dict"))
     except Exception as error:  # torch.load raises many kinds (OSError, RuntimeError, UnpicklingError, ...)
         raise CheckpointError(f"{path}: {type(error).__name__}: {error}") from error
