@@ -24,6 +24,7 @@ def train_policy_job(job: TrainingJob, progress: Progress, out: Path) -> Trained
     chosen = set(job.config.get("outcomes") or [])
     paths = [path for path in shipped_outcomes() if not chosen or path.name in chosen]
     seed = int(job.config.get("seed", 0))
+    unseen = bool(job.config.get("unseen", False))  # for pools of other models, each calibrated on its probe
     config = LearnedConfig.from_mapping(job.config.get("learned"))
     prices = Path(settings.OUTCOMES_DIR) / "prices.json"
     extra = live_trajectories()
@@ -35,9 +36,9 @@ def train_policy_job(job: TrainingJob, progress: Progress, out: Path) -> Trained
     progress("embedding", 0.0)
     metrics = train(
         paths, out=out, seed=seed, config=config, prices=prices, show_progress=False, on_progress=report,
-        extra_trajectories=extra,
+        extra_trajectories=extra, unseen=unseen,
     )  # fmt: skip
-    lineage = {"outcomes": [path.name for path in paths], "seed": seed, "live_runs": len(extra)}
+    lineage = {"outcomes": [path.name for path in paths], "seed": seed, "live_runs": len(extra), "unseen": unseen}
     # `calibration`: the checkpoint carries its pool's calibration (train_policy's `context`).
-    config_saved = {**config.to_dict(), "seed": seed, "embedding": EMBEDDING_ID, "calibration": True}
+    config_saved = {**config.to_dict(), "seed": seed, "embedding": EMBEDDING_ID, "calibration": True, "unseen": unseen}
     return Trained(path=out, config=config_saved, metrics=metrics, lineage=lineage)

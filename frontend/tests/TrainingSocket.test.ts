@@ -72,6 +72,11 @@ describe("jobConfig", () => {
     expect(jobConfig("reward_model", "full", 0, [])).toEqual({ seed: 0 });
     expect(jobConfig("reward_model", "full", 0, ["bbh.jsonl.gz"])).toEqual({ seed: 0, outcomes: ["bbh.jsonl.gz"] });
   });
+  it("a policy for unseen pools says so; a reward model never does", () => {
+    expect(jobConfig("policy", "full", 1, [], true)).toEqual({ seed: 1, unseen: true });
+    expect(jobConfig("policy", "full", 1, [])).toEqual({ seed: 1 });
+    expect(jobConfig("reward_model", "full", 0, [], true)).toEqual({ seed: 0 });
+  });
 });
 
 describe("lineageSummary", () => {
@@ -80,5 +85,6 @@ describe("lineageSummary", () => {
       "routerbench.jsonl.gz · seed 0 · 0 live runs · replaced policy-1 as the default",
     );
     expect(lineageSummary({})).toBe("–");
+    expect(lineageSummary({ seed: 3, unseen: true })).toBe("seed 3 · for unseen pools");
   });
 });

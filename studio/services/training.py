@@ -37,7 +37,7 @@ def checkpoints_dir() -> Path:
 # The keys a job's config may have; `demo` marks the job `make up` queues for the demo policy.
 COMMON_KEYS = frozenset({"seed", "outcomes", "replaces"})
 KIND_KEYS = {
-    CheckpointKind.POLICY: frozenset({"learned", "demo"}),
+    CheckpointKind.POLICY: frozenset({"learned", "demo", "unseen"}),
     CheckpointKind.REWARD_MODEL: frozenset({"rm", "preferences", "live_runs"}),
 }
 
@@ -71,8 +71,9 @@ def check_training_config(kind: str, config: dict[str, Any]) -> None:
         raise Invalid(
             f"config.{unknown_keys[0]}", f"Not an option of a {kind} job: {', '.join(unknown_keys)}; known: {known}."
         )
-    if not isinstance(config.get("demo", False), bool):
-        raise Invalid("config.demo", "demo must be true or false.")
+    for name in ("demo", "unseen"):
+        if not isinstance(config.get(name, False), bool):
+            raise Invalid(f"config.{name}", f"{name} must be true or false.")
     if kind == CheckpointKind.REWARD_MODEL:
         check_reward_config(config)
     else:

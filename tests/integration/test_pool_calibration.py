@@ -16,10 +16,12 @@ from django.test import override_settings
 from orchestrator.core.offline import route_table
 from orchestrator.learning.context_io import context_payload
 from orchestrator.learning.dataset import make_context
-from orchestrator.learning.method import LearnedMethod
-from orchestrator.learning.model import PolicyConfig, PolicyNet, save_checkpoint
+from orchestrator.learning.ensemble import PolicyEnsemble
+from orchestrator.learning.method import LearnedConfig, LearnedMethod
+from orchestrator.learning.model import PolicyConfig, PolicyNet, load_checkpoint, save_checkpoint
 from orchestrator.policies import make_policy
 from orchestrator.routing.table import probe_split
+from orchestrator.train_policy import train_table
 from studio.models import Attempt, Checkpoint, ModelPool, Role, Run
 from studio.services.outcomes import outcomes_import
 from studio.services.pools import pool_update
@@ -27,7 +29,8 @@ from studio.services.runs import run_create
 from studio.services.tasks import task_create
 from tests.factories import UserFactory
 from tests.orchestrator.synthetic import write
-from tests.orchestrator.synthetic_outcomes import outcome_records, synthetic_table, unseen_table
+from tests.orchestrator.synthetic_outcomes import lookup_embedder, outcome_records, synthetic_table, unseen_table
+from tests.orchestrator.test_learning_ensemble import SMALL
 from tests.support.runs import wait_for_run
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
@@ -41,16 +44,26 @@ def called_pairs(run: Run, pairs: list[tuple[str, str]]) -> list[int]:
     return [pairs.index((a.endpoint.model.removeprefix("replay/"), a.primitive.name)) for a in attempts]
 
 
+@pytest.mark.parametrize("for_unseen", [False, True], ids=["an untrained network", "trained for unseen pools"])
 def test_a_live_run_on_an_unseen_pool_calibrates_on_the_pools_probe(
-    celery_worker: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    celery_worker: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, for_unseen: bool
 ) -> None:
-    # The default checkpoint: an untrained, seeded network calibrated on the synthetic pool.
+    # The default checkpoint: an untrained, seeded network calibrated on the synthetic pool; or
+    # `train_policy --unseen`'s: two networks, each trained on half of its items.
     train, train_emb = synthetic_table(n=160, seed=0)
-    torch.manual_seed(0)
-    net = PolicyNet(PolicyConfig(hidden=32)).eval()
     path = tmp_path / "checkpoints" / "untrained.pt"
-    context = make_context(train, train_emb)
-    save_checkpoint(path, net, extra={"context": context_payload(context), "train": {"sft": {"max_steps": 3}}})
+    if for_unseen:
+        config = LearnedConfig.from_mapping({**SMALL, "unseen": {"max_items": 80}})
+        embedder = lookup_embedder(train, train_emb)
+        train_table(
+            train, out=path, seed=0, config=config, prices=None, embedder=embedder, show_progress=False, unseen=True
+        )
+        assert isinstance(load_checkpoint(path)[0], PolicyEnsemble)
+    else:
+        torch.manual_seed(0)
+        net = PolicyNet(PolicyConfig(hidden=32)).eval()
+        context = make_context(train, train_emb)
+        save_checkpoint(path, net, extra={"context": context_payload(context), "train": {"sft": {"max_steps": 3}}})
     Checkpoint.objects.create(kind="policy", name="untrained", path="checkpoints/untrained.pt", is_default=True)
     # A pool of other models: 20 probe items under their own source, the others to run.
     unseen, unseen_emb = unseen_table(n=60, seed=3)

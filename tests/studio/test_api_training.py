@@ -51,6 +51,8 @@ def test_a_researcher_queues_a_policy_job_and_reads_it(api_as, django_capture_on
         ({"config": {"rm": {}}}, "config.rm"),  # the reward model's options on a policy job
         ({"kind": "reward_model", "config": {"learned": {}}}, "config.learned"),
         ({"config": {"demo": "yes"}}, "config.demo"),
+        ({"config": {"unseen": 1}}, "config.unseen"),
+        ({"kind": "reward_model", "config": {"unseen": True}}, "config.unseen"),  # a policy's option only
     ],
 )
 def test_a_bad_job_is_422_and_not_queued(api_as, body: dict[str, Any], field: str) -> None:
@@ -69,7 +71,7 @@ def test_a_bad_policy_config_is_named_before_the_job_is_queued(api_as) -> None:
     assert {error["field"] for error in response.json_body["errors"]} == {"config.sft", "config.seeds"}
     response = api.post("/training/jobs", {"kind": "policy", "config": {"rm": {}}})
     assert (
-        "Not an option of a policy job: rm; known: demo, learned, outcomes, replaces, seed."
+        "Not an option of a policy job: rm; known: demo, learned, outcomes, replaces, seed, unseen."
         in (response.json_body["detail"])
     )
     good = {"learned": {"sft": {"epochs": 2}, "rl": {"iterations": 0}}, "seed": 1}

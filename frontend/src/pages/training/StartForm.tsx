@@ -19,11 +19,12 @@ export function StartForm({ onStarted }: { onStarted: (id: number) => void }) {
   const [size, setSize] = useState<Size>("quick");
   const [seed, setSeed] = useState(0);
   const [outcomes, setOutcomes] = useState<string[]>([]);
+  const [unseen, setUnseen] = useState(false);
   const start = useMutation({
     mutationFn: () =>
       api<TrainingJob>("/api/training/jobs", {
         method: "POST",
-        body: { kind, config: jobConfig(kind, size, seed, outcomes) },
+        body: { kind, config: jobConfig(kind, size, seed, outcomes, unseen) },
       }),
     onSuccess: (job) => {
       // The list shows the new job at once (and so keeps looking while it runs).
@@ -57,6 +58,14 @@ export function StartForm({ onStarted }: { onStarted: (id: number) => void }) {
           </select>
         </label>
         <SeedField seed={seed} setSeed={setSeed} />
+        {kind === "policy" && (
+          <label
+            className="inline"
+            title="For pools of models it never trained on, each calibrated on its own probe outcomes"
+          >
+            <input type="checkbox" checked={unseen} onChange={(e) => setUnseen(e.target.checked)} /> For unseen pools
+          </label>
+        )}
         <button type="submit" className="primary" data-testid="start-training" disabled={start.isPending}>
           {start.isPending ? "Starting…" : "Start training"}
         </button>

@@ -13,9 +13,22 @@ export const QUICK_CONFIG: Record<Kind, Record<string, unknown>> = {
 };
 export const QUICK_OUTCOMES = ["reflexion.jsonl.gz"];
 
-export function jobConfig(kind: Kind, size: Size, seed: number, outcomes: string[]): Record<string, unknown> {
+// `unseen` (policies only): trained for pools of other models, each calibrated on its own
+// probe outcomes (a pool's calibration source), as the unseen-pool evaluation trains it.
+export function jobConfig(
+  kind: Kind,
+  size: Size,
+  seed: number,
+  outcomes: string[],
+  unseen = false,
+): Record<string, unknown> {
   const chosen = outcomes.length > 0 ? outcomes : size === "quick" ? QUICK_OUTCOMES : [];
-  return { seed, ...(chosen.length > 0 ? { outcomes: chosen } : {}), ...(size === "quick" ? QUICK_CONFIG[kind] : {}) };
+  return {
+    seed,
+    ...(chosen.length > 0 ? { outcomes: chosen } : {}),
+    ...(size === "quick" ? QUICK_CONFIG[kind] : {}),
+    ...(kind === "policy" && unseen ? { unseen: true } : {}),
+  };
 }
 
 export function lineageSummary(lineage: Record<string, unknown>): string {
@@ -23,6 +36,7 @@ export function lineageSummary(lineage: Record<string, unknown>): string {
   if (Array.isArray(lineage.outcomes)) parts.push(lineage.outcomes.join(", "));
   if (typeof lineage.seed === "number") parts.push(`seed ${lineage.seed}`);
   if (typeof lineage.live_runs === "number") parts.push(`${lineage.live_runs} live runs`);
+  if (lineage.unseen === true) parts.push("for unseen pools");
   if (typeof lineage.pairs === "number") parts.push(`${lineage.pairs} pairs`);
   if (typeof lineage.run_pairs === "number") parts.push(`${lineage.run_pairs} run pairs`);
   if (typeof lineage.replaces === "string") parts.push(`replaced ${lineage.replaces} as the default`);
