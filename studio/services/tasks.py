@@ -6,7 +6,7 @@ from django.conf import settings
 from django.db import transaction
 
 from orchestrator.checking import checker_names, has_checker
-from orchestrator.embedding import question_of
+from orchestrator.composite import composite_text
 from studio.errors import Invalid
 from studio.models import Domain, Task, User
 
@@ -79,9 +79,7 @@ def task_create_composite(*, owner: User, items: list[tuple[str, str]], text: st
             }
         )
     domains = {part["domain"] for part in parts}
-    body = text or "Answer each part:\n\n" + "\n\n".join(
-        f"Part {n}: {question_of(p['prompt'])}" for n, p in enumerate(parts, 1)
-    )
+    body = text or composite_text([p["prompt"] for p in parts])
     check_task_text(body[: settings.ORCHESTRA_MAX_TASK_CHARS])
     return Task.objects.create(
         owner=owner,

@@ -1,0 +1,213 @@
+"""Composite tasks: decompose or delegate, scored and costed from the records alone.
+
+    python -m orchestrator.evaluate_composite [--outcomes FILE ...] [--prices P] [--seeds 0,1,2]
+        [--train-count 2000] [--test-count 1000] [--methods always_delegate,...]
+        [--penalty 0] [--sensitivity 0,0.05,0.1,0.2] [--planner MODEL] [--json OUT]
+
+Composites of 2 to 6 recorded items (one domain or several, one source or several, a
+quarter nested) are drawn per seed: the train ones from the tables' train items, the test
+ones from their test items, so no test part is seen in training (`composite.build`). Each
+method plans every test composite at each λ of its sweep; a plan's score (the mean of its
+parts' recorded scores) and cost (the parts' recorded costs, and the estimated planner calls)
+follow `composite.outcome`, whose two assumptions every report repeats:
+
+- delegating several parts to one call scores each as that pair's answer to it alone, less
+  `--penalty` per extra part (0: no interference);
+- a planner call costs its estimated tokens at the planner model's prices.
+
+Printed: each method's AIQ (mean ± sd over the seeds), its most accurate point and its
+decompose rate; then, per interference penalty of `--sensitivity`, each method's AIQ and
+how often `decide_mf` (decompose or delegate by the MF router's estimates) decomposes, by
+kind of composite, at three λ: where the decision flips.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from orchestrator import cli
+from orchestrator.composite.baselines import COMPOSITE_METHODS, CompositeMethod
+from orchestrator.composite.build import MIXED_DOMAIN, SAME_DOMAIN, Composite, CompositeConfig, build_split
+from orchestrator.composite.outcome import CompositeCosting, planner_price
+from orchestrator.outcomes import read_prices
+from orchestrator.routing import metrics
+from orchestrator.routing.table import OutcomeTable, default_prices, load_routable
+
+DEFAULT_OUTCOMES = (Path("data/outcomes/routerbench.jsonl.gz"), Path("data/outcomes/llmrouter.jsonl.gz"))
+ASSUMPTIONS = (
+    "Assumptions: a delegated call scores each part as the pair's recorded answer to that part alone, "
+    "less the interference penalty per extra part; a planner call costs its estimated tokens "
+    "(4 characters a token) at the planner model's prices."
+)
+DECISION_LAMBDAS = (0.0, 0.1, 1.0)  # where the sensitivity table shows decide_mf's decompose rates
+
+
+def parse_args(argv: Sequence[str] | None) -> tuple[argparse.ArgumentParser, argparse.Namespace]:
+    parser = argparse.ArgumentParser(
+        prog="python -m orchestrator.evaluate_composite", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument("--outcomes", nargs="+", type=Path, default=list(DEFAULT_OUTCOMES), help="outcome files")
+    parser.add_argument("--prices", type=Path, help="prices.json (default: the one beside the first --outcomes file)")
+    parser.add_argument("--seeds", type=cli.int_list, default=[0, 1, 2], help="comma-separated seeds")
+    parser.add_argument("--train-count", type=cli.positive, default=2000, help="train composites per seed")
+    parser.add_argument("--test-count", type=cli.positive, default=1000, help="test composites per seed")
+    parser.add_argument(
+        "--methods", default=",".join(COMPOSITE_METHODS), help=f"subset of {','.join(COMPOSITE_METHODS)}"
+    )
+    parser.add_argument("--penalty", type=cli.finite, default=0.0, help="interference penalty per extra delegated part")
+    parser.add_argument("--sensitivity", help="comma-separated penalties for the sensitivity table (e.g. 0,0.05,0.1)")
+    parser.add_argument("--planner", help="the planner model (default: the cheapest priced one)")
+    parser.add_argument("--json", type=Path, help="write the results here")
+    args = parser.parse_args(argv)
+    for path in [*args.outcomes, *([args.prices] if args.prices else [])]:
+        if not path.is_file():
+            parser.error(f"no such file: {path}")
+    names = [n.strip() for n in args.methods.split(",") if n.strip()]
+    unknown = [n for n in names if n not in COMPOSITE_METHODS]
+    if unknown or not names:
+        parser.error(
+            f"unknown method(s) {', '.join(unknown) or '(none given)'}; choose from {', '.join(COMPOSITE_METHODS)}"
+        )
+    args.method_names = names
+    args.penalties = [args.penalty]
+    if args.sensitivity:
+        try:
+            args.penalties = sorted({float(p) for p in args.sensitivity.split(",") if p.strip()} | {args.penalty})
+        except ValueError:
+            parser.error(f"--sensitivity takes comma-separated numbers, not {args.sensitivity!r}")
+    if not all(0.0 <= p <= 1.0 for p in args.penalties):
+        parser.error("an interference penalty is within [0, 1]")
+    return parser, args
+
+
+def cost_range(costing: CompositeCosting, composites: Sequence[Composite]) -> tuple[float, float]:
+    """AIQ's cost range: every part to its cheapest recorded pair, to its dearest (mean per composite)."""
+    cost = np.where(costing.table.available(), costing.table.cost, np.nan)
+    low, high = np.nanmin(cost, axis=1), np.nanmax(cost, axis=1)
+    lo = float(np.mean([low[list(c.leaves())].sum() for c in composites]))
+    hi = float(np.mean([high[list(c.leaves())].sum() for c in composites]))
+    return lo, hi
+
+
+def run_method(method: CompositeMethod, costing: CompositeCosting, test: Sequence[Composite]) -> list[dict[str, float]]:
+    kinds = np.asarray([c.kind for c in test])
+    points = []
+    for knob in method.knobs:
+        outcomes = [costing.outcome(c, plan) for c, plan in zip(test, method.plans(test, knob=knob), strict=True)]
+        decomposed = np.asarray([o.decomposed for o in outcomes], dtype=float)
+        point = {
+            "knob": knob,
+            "score": float(np.mean([o.score for o in outcomes])),
+            "cost": float(np.mean([o.cost for o in outcomes])),
+            "decompose_rate": float(decomposed.mean()),
+            "violations": int(sum(o.violations for o in outcomes)),
+        }
+        for kind in (SAME_DOMAIN, MIXED_DOMAIN):
+            point[f"decompose_rate_{kind}"] = (
+                float(decomposed[kinds == kind].mean()) if (kinds == kind).any() else np.nan
+            )
+        points.append(point)
+    return points
+
+
+def evaluate_seed(table: OutcomeTable, args: argparse.Namespace, prices: dict[str, Any], seed: int) -> dict[str, Any]:
+    train, test = build_split(table, train_count=args.train_count, test_count=args.test_count, seed=seed,
+                              config=CompositeConfig())  # fmt: skip
+    train_rows = sorted({leaf for c in train for leaf in c.leaves()})
+    planner, price = planner_price(prices, args.planner, table)
+    result: dict[str, Any] = {"seed": seed, "planner": planner, "penalties": {}}
+    for penalty in args.penalties:
+        costing = CompositeCosting(table, planner_price=price, penalty=penalty)
+        lo, hi = cost_range(costing, test)
+        methods: dict[str, Any] = {}
+        for name in args.method_names:
+            method = COMPOSITE_METHODS[name]()
+            method.fit(costing, train_rows, train, seed=seed)
+            points = run_method(method, costing, test)
+            frontier = [(p["cost"], p["score"]) for p in points]
+            best = max(points, key=lambda p: (p["score"], -p["cost"]))
+            methods[name] = {"aiq": metrics.aiq(frontier, (lo, hi)), "best": best, "points": points}
+        result["penalties"][str(penalty)] = {"cost_range": [lo, hi], "methods": methods}
+    kinds = {kind: sum(c.kind == kind for c in test) for kind in (SAME_DOMAIN, MIXED_DOMAIN)}
+    result["test"] = {
+        **kinds,
+        "nested": sum(c.depth > 1 for c in test),
+        "cross_source": sum(c.cross_source for c in test),
+    }
+    return result
+
+
+def mean_sd(values: Sequence[float]) -> str:
+    return f"{np.mean(values):.4f} ± {np.std(values):.4f}"
+
+
+def report(results: list[dict[str, Any]], args: argparse.Namespace) -> str:
+    first = results[0]
+    lines = [
+        ASSUMPTIONS,
+        "",
+        f"Seeds {','.join(str(r['seed']) for r in results)}; {args.train_count} train and {args.test_count} test "
+        f"composites per seed; planner {first['planner']}; test composites of seed {first['seed']}: {first['test']}.",
+        "",
+        f"Interference penalty {args.penalty:g} per extra delegated part:",
+        "",
+        "| method | AIQ | best score | at cost | decompose rate there |",
+        "|---|---|---|---|---|",
+    ]
+    for name in args.method_names:
+        rows = [r["penalties"][str(args.penalty)]["methods"][name] for r in results]
+        best = {key: np.mean([m["best"][key] for m in rows]) for key in ("score", "cost", "decompose_rate")}
+        aiq = mean_sd([m["aiq"] for m in rows])
+        lines.append(f"| {name} | {aiq} | {best['score']:.4f} | ${best['cost']:.3e} | {best['decompose_rate']:.2f} |")
+    if len(args.penalties) > 1:
+        lines += [
+            "",
+            "Sensitivity to the interference penalty (AIQ and decompose rates, seed means):",
+        ]
+        lines += sensitivity(results, args)
+    return "\n".join(lines)
+
+
+def sensitivity(results: list[dict[str, Any]], args: argparse.Namespace) -> list[str]:
+    decide = "decide_mf" in args.method_names
+    rates = [f"decide_mf decomposes at λ={lam:g} (same / mixed)" for lam in DECISION_LAMBDAS] if decide else []
+    head = ["penalty", *args.method_names, *rates]
+    lines = ["", "| " + " | ".join(head) + " |", "|---" * len(head) + "|"]
+    for penalty in args.penalties:
+        at = [r["penalties"][str(penalty)]["methods"] for r in results]
+        cells = [f"{penalty:g}", *(f"{np.mean([m[n]['aiq'] for m in at]):.4f}" for n in args.method_names)]
+        for lam in DECISION_LAMBDAS if decide else ():
+            points = [next(p for p in m["decide_mf"]["points"] if p["knob"] == lam) for m in at]
+            same, mixed = (
+                np.mean([p[f"decompose_rate_{kind}"] for p in points]) for kind in (SAME_DOMAIN, MIXED_DOMAIN)
+            )
+            cells.append(f"{same:.2f} / {mixed:.2f}")
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser, args = parse_args(argv)
+    prices_path = default_prices(args.outcomes, args.prices)
+    try:
+        cli.check_output(args.json, "--json")
+        prices = read_prices(prices_path) if prices_path is not None else {}
+        table = load_routable(args.outcomes, prices=prices_path)
+        results = [evaluate_seed(table, args, prices, seed) for seed in args.seeds]
+    except (ValueError, OSError) as exc:
+        parser.error(str(exc))
+    print(report(results, args))
+    if args.json is not None:
+        args.json.write_text(json.dumps({"assumptions": ASSUMPTIONS, "seeds": results}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
