@@ -78,9 +78,10 @@ class AlwaysDecompose(_PerPart):
         self.table = costing.table
         self._accuracy = np.nan_to_num(pair_macro_accuracy(fitting), neginf=-1.0)
         self._cost = cost_normalized(pair_cost(fitting))
+        self._available = costing.table.available()
 
     def choose(self, rows: list[int], knob: float) -> list[int]:
-        utility = np.where(self.table.available()[rows], self._accuracy - knob * self._cost, -np.inf)
+        utility = np.where(self._available[rows], self._accuracy - knob * self._cost, -np.inf)
         return [int(j) for j in utility.argmax(axis=1)]
 
 
@@ -118,9 +119,13 @@ class AlwaysDelegate:
         self._cost = cost_normalized(np.where(count > 0, (cost * ok).sum(axis=0) / np.maximum(count, 1), np.inf))
         self._fallback = AlwaysDecompose()
         self._fallback.fit(costing, train_rows, train, seed=seed)
+        self._ok: tuple[tuple[str, ...], np.ndarray] | None = None
 
     def plans(self, composites: Sequence[Composite], *, knob: float) -> list[Plan]:
-        _, _, ok = self._costing.delegate_matrix(composites)
+        keys = tuple(c.key for c in composites)
+        if self._ok is None or self._ok[0] != keys:  # one mask serves every λ
+            self._ok = (keys, self._costing.delegate_matrix(composites)[2])
+        ok = self._ok[1]
         utility = np.where(ok, self._accuracy - knob * np.nan_to_num(self._cost, posinf=1e9), -np.inf)
         out: list[Plan] = []
         split = [c for c, row in zip(composites, ok, strict=True) if not row.any()]
@@ -157,18 +162,18 @@ class DecideRoute:
         finite = raw[np.isfinite(raw)]
         self._scale = float(finite.max()) if finite.size and finite.max() > 0 else 1.0
         self._cost = raw / self._scale
+        self._available = costing.table.available()
 
     def plans(self, composites: Sequence[Composite], *, knob: float) -> list[Plan]:
         rows = sorted({leaf for c in composites for leaf in c.leaves()})
-        predicted = self._router.predict(self._costing.table.rows(rows))
-        self._p = dict(zip(rows, predicted, strict=True))
-        self._lam = knob
-        return [self._plan(c)[0] for c in composites]
+        predicted = dict(zip(rows, self._router.predict(self._costing.table.rows(rows)), strict=True))
+        return [self._plan(c, predicted, knob)[0] for c in composites]
 
-    def _plan(self, c: Composite) -> tuple[Plan, float]:
-        available, lam = self._costing.table.available(), self._lam
+    def _plan(self, c: Composite, predicted: dict[int, np.ndarray], lam: float) -> tuple[Plan, float]:
+        """The better option for `c` and its estimated reward."""
+        available = self._available
         leaves = list(c.leaves())
-        p = np.stack([self._p[leaf] for leaf in leaves])  # [n_leaves, n_pairs]
+        p = np.stack([predicted[leaf] for leaf in leaves])  # [n_leaves, n_pairs]
         one_call = np.where(
             available[leaves].all(axis=0),
             (p * self._costing.factor(len(leaves))).sum(axis=0) - lam * len(leaves) * self._cost,
@@ -178,10 +183,10 @@ class DecideRoute:
         split = -lam * self._costing.planner_cost(c) / self._scale
         for part in c.parts:
             if isinstance(part, Composite):
-                plan, value = self._plan(part)
+                plan, value = self._plan(part, predicted, lam)
                 parts.append(plan)
             else:
-                utility = np.where(available[part], self._p[part] - lam * self._cost, -np.inf)
+                utility = np.where(available[part], predicted[part] - lam * self._cost, -np.inf)
                 parts.append(int(utility.argmax()))
                 value = float(utility.max())
             split += value
