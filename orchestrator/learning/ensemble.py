@@ -36,11 +36,11 @@ class UnseenConfig:
 
 
 def shares(n_items: int, max_items: int | None, *, seed: int) -> list[np.ndarray]:
-    """Disjoint sorted row indices covering all `n_items`, ceil(n / max_items) shares of
-    near-equal size (one share of every row when `max_items` is None or not smaller)."""
-    if max_items is None or n_items <= max_items:
+    """Disjoint sorted row indices covering all `n_items`, floor(n / max_items) shares of
+    near-equal size (one share of every row when `max_items` is None or n is less than twice it)."""
+    if max_items is None or n_items < 2 * max_items:
         return [np.arange(n_items)]
-    count = -(-n_items // max_items)
+    count = n_items // max_items
     order = np.random.default_rng([seed, 7]).permutation(n_items)
     return [np.sort(part) for part in np.array_split(order, count)]
 
