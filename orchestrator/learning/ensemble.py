@@ -3,8 +3,9 @@
 Trained for a pool it will not see, one network on every item of the train pool learns the
 train pool's models too well: the more items, the more it scores a pair by what it learned
 of that model, not by the calibration it will get on an unseen one (docs/evaluation.md,
-"Without the training cap"). A network on a share of at most `max_items` items does not, and
-several of them, on disjoint shares, use every item. Their decisions are averaged: the
+"Without the training cap"). A network on a share of about 2,000 items does not, and several
+of them, on disjoint shares, use every item. Each share holds at least `min_items` items, so a
+pool of fewer than twice that many trains one network, as a seen pool does. Their decisions are averaged: the
 action log-probabilities (so the masked actions stay -inf), the reliability and decompose
 logits.
 
@@ -32,15 +33,15 @@ class UnseenConfig:
 
     __pydantic_config__ = STRICT_KEYS
 
-    max_items: Count | None = 2000  # items per network at most; more make several networks (None: one on all)
+    min_items: Count | None = 2000  # items per network at least; twice as many make several networks (None: one on all)
 
 
-def shares(n_items: int, max_items: int | None, *, seed: int) -> list[np.ndarray]:
-    """Disjoint sorted row indices covering all `n_items`, floor(n / max_items) shares of
-    near-equal size (one share of every row when `max_items` is None or n is less than twice it)."""
-    if max_items is None or n_items < 2 * max_items:
+def shares(n_items: int, min_items: int | None, *, seed: int) -> list[np.ndarray]:
+    """Disjoint sorted row indices covering all `n_items`, floor(n / min_items) shares of
+    near-equal size (one share of every row when `min_items` is None or n is less than twice it)."""
+    if min_items is None or n_items < 2 * min_items:
         return [np.arange(n_items)]
-    count = n_items // max_items
+    count = n_items // min_items
     order = np.random.default_rng([seed, 7]).permutation(n_items)
     return [np.sort(part) for part in np.array_split(order, count)]
 

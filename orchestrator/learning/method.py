@@ -259,13 +259,13 @@ def train_network(
 
     `unseen`: for pools it will not see, which a small probe will calibrate. The per-item
     accuracy is then the plain kNN one, as on a probe, so the feature means the same; and from
-    `config.unseen.max_items` items on, the policy is a `PolicyEnsemble` of networks, each
+    twice `config.unseen.min_items` items on, the policy is a `PolicyEnsemble` of networks, each
     trained on its own share of the items with that share's calibration (`learning.ensemble`).
     """
     torch.manual_seed(seed)
     context = make_context(train, emb, prices, predictor=not unseen)
     batch = encode(train, emb, context, with_outcomes=True, exclude_self=True)
-    parts = shares(train.n_items, config.unseen.max_items if unseen else None, seed=seed)
+    parts = shares(train.n_items, config.unseen.min_items if unseen else None, seed=seed)
     if len(parts) == 1:
         net = PolicyNet(config.policy)
         metrics = fit_policy(

@@ -53,7 +53,7 @@ def test_a_live_run_on_an_unseen_pool_calibrates_on_the_pools_probe(
     train, train_emb = synthetic_table(n=160, seed=0)
     path = tmp_path / "checkpoints" / "untrained.pt"
     if for_unseen:
-        config = LearnedConfig.from_mapping({**SMALL, "unseen": {"max_items": 80}})
+        config = LearnedConfig.from_mapping({**SMALL, "unseen": {"min_items": 80}})
         embedder = lookup_embedder(train, train_emb)
         train_table(
             train, out=path, seed=0, config=config, prices=None, embedder=embedder, show_progress=False, unseen=True

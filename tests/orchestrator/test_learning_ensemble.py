@@ -28,7 +28,7 @@ SMALL = {
     "rl": {"iterations": 4, "tasks_per_iteration": 16, "group": 4},
     "knobs": [0.0, 0.1, 1.0],
     "cascade_knobs": [],
-    "unseen": {"max_items": 100},
+    "unseen": {"min_items": 100},
 }
 
 
