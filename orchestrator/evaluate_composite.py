@@ -1,15 +1,19 @@
 """Composite tasks: decompose or delegate, scored and costed from the records alone.
 
     python -m orchestrator.evaluate_composite [--outcomes FILE ...] [--prices P] [--seeds 0,1,2]
-        [--train-count 2000] [--test-count 1000] [--methods always_delegate,...]
-        [--penalty 0] [--sensitivity 0,0.05,0.1,0.2] [--planner MODEL] [--json OUT]
+        [--train-count 2000] [--test-count 1000] [--methods always_delegate,...,learned]
+        [--learned-config CONFIG.json] [--penalty 0] [--sensitivity 0,0.05,0.1,0.2]
+        [--planner MODEL] [--json OUT]
 
 Composites of 2 to 6 recorded items (one domain or several, one source or several, a
 quarter nested) are drawn per seed: the train ones from the tables' train items, the test
 ones from their test items, so no test part is seen in training (`composite.build`). Each
 method plans every test composite at each λ of its sweep; a plan's score (the mean of its
 parts' recorded scores) and cost (the parts' recorded costs, and the estimated planner calls)
-follow `composite.outcome`, whose two assumptions every report repeats:
+follow `composite.outcome`, whose two assumptions every report repeats. `learned` is the
+learned policy: trained on the train composites' items, its decompose head then fit on the
+train composites' decisions (`composite.learned`); it is fit once per seed, its head once per
+penalty.
 
 - delegating several parts to one call scores each as that pair's answer to it alone, less
   `--penalty` per extra part (0: no interference);
@@ -33,11 +37,13 @@ from typing import Any
 import numpy as np
 
 from orchestrator import cli
-from orchestrator.composite.baselines import COMPOSITE_METHODS, CompositeMethod
+from orchestrator.composite.baselines import COMPOSITE_METHODS as BASELINES
+from orchestrator.composite.baselines import CompositeMethod
 from orchestrator.composite.build import MIXED_DOMAIN, SAME_DOMAIN, Composite, CompositeConfig, build_split
 from orchestrator.composite.outcome import CompositeCosting, planner_price
 from orchestrator.outcomes import read_prices
 from orchestrator.routing import metrics
+from orchestrator.routing.methods import CASCADE_OFFSET
 from orchestrator.routing.table import OutcomeTable, default_prices, load_routable
 
 DEFAULT_OUTCOMES = (Path("data/outcomes/routerbench.jsonl.gz"), Path("data/outcomes/llmrouter.jsonl.gz"))
@@ -46,7 +52,17 @@ ASSUMPTIONS = (
     "less the interference penalty per extra part; a planner call costs its estimated tokens "
     "(4 characters a token) at the planner model's prices."
 )
-DECISION_LAMBDAS = (0.0, 0.1, 1.0)  # where the sensitivity table shows decide_mf's decompose rates
+DECISION_LAMBDAS = (0.0, 0.1, 1.0)  # where the sensitivity table shows the deciders' decompose rates
+METHODS = (*BASELINES, "learned")
+
+
+def make_method(name: str, args: argparse.Namespace) -> CompositeMethod:
+    if name != "learned":
+        return BASELINES[name]()
+    from orchestrator.composite.learned import LearnedComposite  # torch: only when asked for
+
+    config = json.loads(args.learned_config.read_text()) if args.learned_config else None
+    return LearnedComposite(config)
 
 
 def parse_args(argv: Sequence[str] | None) -> tuple[argparse.ArgumentParser, argparse.Namespace]:
@@ -58,23 +74,22 @@ def parse_args(argv: Sequence[str] | None) -> tuple[argparse.ArgumentParser, arg
     parser.add_argument("--seeds", type=cli.int_list, default=[0, 1, 2], help="comma-separated seeds")
     parser.add_argument("--train-count", type=cli.positive, default=2000, help="train composites per seed")
     parser.add_argument("--test-count", type=cli.positive, default=1000, help="test composites per seed")
+    parser.add_argument("--methods", default=",".join(METHODS), help=f"subset of {','.join(METHODS)}")
     parser.add_argument(
-        "--methods", default=",".join(COMPOSITE_METHODS), help=f"subset of {','.join(COMPOSITE_METHODS)}"
+        "--learned-config", type=Path, help="JSON config of the learned policy (and its decompose head)"
     )
     parser.add_argument("--penalty", type=cli.finite, default=0.0, help="interference penalty per extra delegated part")
     parser.add_argument("--sensitivity", help="comma-separated penalties for the sensitivity table (e.g. 0,0.05,0.1)")
     parser.add_argument("--planner", help="the planner model (default: the cheapest priced one)")
     parser.add_argument("--json", type=Path, help="write the results here")
     args = parser.parse_args(argv)
-    for path in [*args.outcomes, *([args.prices] if args.prices else [])]:
+    for path in [*args.outcomes, *(p for p in (args.prices, args.learned_config) if p)]:
         if not path.is_file():
             parser.error(f"no such file: {path}")
     names = [n.strip() for n in args.methods.split(",") if n.strip()]
-    unknown = [n for n in names if n not in COMPOSITE_METHODS]
+    unknown = [n for n in names if n not in METHODS]
     if unknown or not names:
-        parser.error(
-            f"unknown method(s) {', '.join(unknown) or '(none given)'}; choose from {', '.join(COMPOSITE_METHODS)}"
-        )
+        parser.error(f"unknown method(s) {', '.join(unknown) or '(none given)'}; choose from {', '.join(METHODS)}")
     args.method_names = names
     args.penalties = [args.penalty]
     if args.sensitivity:
@@ -123,17 +138,21 @@ def evaluate_seed(table: OutcomeTable, args: argparse.Namespace, prices: dict[st
     train_rows = sorted({leaf for c in train for leaf in c.leaves()})
     planner, price = planner_price(prices, args.planner, table)
     result: dict[str, Any] = {"seed": seed, "planner": planner, "penalties": {}}
+    made = {name: make_method(name, args) for name in args.method_names}  # fit again per penalty
     for penalty in args.penalties:
         costing = CompositeCosting(table, planner_price=price, penalty=penalty)
         lo, hi = cost_range(costing, test)
         methods: dict[str, Any] = {}
         for name in args.method_names:
-            method = COMPOSITE_METHODS[name]()
+            method = made[name]
             method.fit(costing, train_rows, train, seed=seed)
             points = run_method(method, costing, test)
             frontier = [(p["cost"], p["score"]) for p in points]
             best = max(points, key=lambda p: (p["score"], -p["cost"]))
             methods[name] = {"aiq": metrics.aiq(frontier, (lo, hi)), "best": best, "points": points}
+            fit = getattr(method, "metrics", None)  # the learned method's training figures
+            if isinstance(fit, dict):
+                methods[name]["fit"] = dict(fit)
         result["penalties"][str(penalty)] = {"cost_range": [lo, hi], "methods": methods}
     kinds = {kind: sum(c.kind == kind for c in test) for kind in (SAME_DOMAIN, MIXED_DOMAIN)}
     result["test"] = {
@@ -176,21 +195,28 @@ def report(results: list[dict[str, Any]], args: argparse.Namespace) -> str:
 
 
 def sensitivity(results: list[dict[str, Any]], args: argparse.Namespace) -> list[str]:
-    decide = "decide_mf" in args.method_names
-    rates = [f"decide_mf decomposes at λ={lam:g} (same / mixed)" for lam in DECISION_LAMBDAS] if decide else []
+    deciders = [n for n in ("decide_mf", "learned") if n in args.method_names]  # the methods that choose
+    rates = [f"{n} decomposes at λ={lam:g} (same / mixed)" for n in deciders for lam in DECISION_LAMBDAS]
     head = ["penalty", *args.method_names, *rates]
     lines = ["", "| " + " | ".join(head) + " |", "|---" * len(head) + "|"]
     for penalty in args.penalties:
         at = [r["penalties"][str(penalty)]["methods"] for r in results]
         cells = [f"{penalty:g}", *(f"{np.mean([m[n]['aiq'] for m in at]):.4f}" for n in args.method_names)]
-        for lam in DECISION_LAMBDAS if decide else ():
-            points = [next(p for p in m["decide_mf"]["points"] if p["knob"] == lam) for m in at]
-            same, mixed = (
-                np.mean([p[f"decompose_rate_{kind}"] for p in points]) for kind in (SAME_DOMAIN, MIXED_DOMAIN)
-            )
-            cells.append(f"{same:.2f} / {mixed:.2f}")
+        for name in deciders:
+            for lam in DECISION_LAMBDAS:
+                points = [point_at(m[name]["points"], lam) for m in at]
+                same, mixed = (
+                    np.mean([p[f"decompose_rate_{kind}"] for p in points]) for kind in (SAME_DOMAIN, MIXED_DOMAIN)
+                )
+                cells.append(f"{same:.2f} / {mixed:.2f}")
         lines.append("| " + " | ".join(cells) + " |")
     return lines
+
+
+def point_at(points: Sequence[dict[str, float]], lam: float) -> dict[str, float]:
+    """The point of a sweep at the knob nearest to λ (a cascade knob is not a λ)."""
+    plain = [p for p in points if p["knob"] < CASCADE_OFFSET] or list(points)
+    return min(plain, key=lambda p: abs(p["knob"] - lam))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

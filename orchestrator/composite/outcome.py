@@ -8,6 +8,10 @@ Two options at every composite node:
 - `Decompose(parts)`: the planner call, then each part's own plan (a column for an item, a
   plan for a nested composite). Cost and score: the planner's, and the parts' outcomes.
 
+A policy that escalates (a cascade) calls more than one pair for a node: `Delegate(col,
+tried)` and an item part's `Solve(col, tried)` also pay for the `tried` calls before the one
+whose answer counts; `col` -1: no answer was taken (a run whose node failed), none right.
+
 **Assumption (delegate):** answering several parts in one call scores each part as the
 pair's recorded answer to that part alone: no interference between parts. `penalty` makes
 it switchable: each part's score is multiplied by max(0, 1 - penalty * (parts - 1)), parts
@@ -39,16 +43,26 @@ from orchestrator.routing.table import OutcomeTable
 
 @dataclass(frozen=True)
 class Delegate:
-    """One pair (a table column) answers the whole composite in one call."""
+    """One pair (a table column) answers the whole composite in one call; `tried`: pairs
+    called on the whole composite before it, paid for, their answers dropped."""
 
     col: int
+    tried: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class Solve:
+    """An item part's calls: `col` answers it, after the `tried` pairs (paid for, dropped)."""
+
+    col: int
+    tried: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
 class Decompose:
     """Plan, then one entry per part: a column for an item, a plan for a nested composite."""
 
-    parts: tuple[int | Plan, ...]
+    parts: tuple[int | Solve | Plan, ...]
 
 
 Plan = Delegate | Decompose
@@ -114,13 +128,19 @@ class CompositeCosting:
         """(sum of leaf scores, cost, calls, violations) of one plan for one composite."""
         if isinstance(plan, Delegate):
             leaves = list(composite.leaves())
-            if not self._available[leaves, plan.col].all():
-                return 0.0, float(np.nanmax(self.table.cost[leaves], axis=1).sum()), 1, len(leaves)
-            factor = self.factor(len(leaves))
+            made = (*plan.tried, *((plan.col,) if plan.col >= 0 else ()))
+            if not self._available[np.ix_(leaves, made)].all():
+                return (
+                    0.0,
+                    float(np.nanmax(self.table.cost[leaves], axis=1).sum()) * len(made),
+                    len(made),
+                    len(leaves),
+                )
+            factor = self.factor(len(leaves)) if plan.col >= 0 else 0.0  # no answer taken: none right
             return (
                 float(self.table.score[leaves, plan.col].sum() * factor),
-                float(self.table.cost[leaves, plan.col].sum()),
-                1,
+                float(self.table.cost[np.ix_(leaves, made)].sum()),
+                len(made),
                 0,
             )
         if len(plan.parts) != len(composite.parts):
@@ -128,17 +148,22 @@ class CompositeCosting:
         total, cost, calls, violations = 0.0, self.planner_cost(composite), 1, 0
         for part, choice in zip(composite.parts, plan.parts, strict=True):
             if isinstance(part, Composite):
-                if isinstance(choice, int):
+                if isinstance(choice, int | Solve):
                     raise ValueError(f"{part.key} is a composite: its plan must be a Delegate or Decompose")
                 s, c, k, v = self._walk(part, choice)
-            elif not isinstance(choice, int):
-                raise ValueError(f"part {part} of {composite.key} is an item: its plan is a column")
-            elif self._available[part, choice]:
-                s, c, k, v = float(self.table.score[part, choice]), float(self.table.cost[part, choice]), 1, 0
+            elif isinstance(choice, int | Solve):
+                s, c, k, v = self._solve(part, choice if isinstance(choice, Solve) else Solve(choice))
             else:
-                s, c, k, v = 0.0, float(np.nanmax(self.table.cost[part])), 1, 1
+                raise ValueError(f"part {part} of {composite.key} is an item: its plan is a column or a Solve")
             total, cost, calls, violations = total + s, cost + c, calls + k, violations + v
         return total, cost, calls, violations
+
+    def _solve(self, row: int, solve: Solve) -> tuple[float, float, int, int]:
+        calls = [*solve.tried, *((solve.col,) if solve.col >= 0 else ())]
+        if not self._available[row, calls].all():
+            return 0.0, float(np.nanmax(self.table.cost[row])) * len(calls), len(calls), 1
+        score = float(self.table.score[row, solve.col]) if solve.col >= 0 else 0.0  # no answer taken
+        return score, float(self.table.cost[row, calls].sum()), len(calls), 0
 
 
 def planner_price(

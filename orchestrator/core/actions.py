@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from orchestrator.composite.items import item_ids
 from orchestrator.core.state import AttemptState, NodeState, RunState
 from orchestrator.core.tree import TEXT_IN_EVENTS, accept, node_created, set_status
 from orchestrator.planner import plan_to_json
@@ -67,6 +68,9 @@ def request(state: RunState, node: NodeState, primitive: str) -> dict[str, Any]:
     }
     if node.metadata.get("item_id"):
         found["item_id"] = node.metadata["item_id"]
+    held = state.spec.task_metadata.get("items") if node.kind == "root" else node.metadata.get("items")
+    if held and node.kind != "aggregate":
+        found["items"] = item_ids(held)  # solved whole: replay answers each part from its recording
     return found
 
 

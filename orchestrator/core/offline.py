@@ -3,8 +3,11 @@ attempts answered from a recorded outcome table with the replay provider's seman
 
 The recorded response of (item, model, primitive) is the attempt's output, its score the
 recorded score, its cost the recorded cost; a pair with no recording fails, as replay
-fails a call it has no recording for. Attempts queued in one step run together: the clock
-moves on by the slowest one's recorded latency (0 where none is recorded).
+fails a call it has no recording for. A call that takes a composite node whole (its request
+lists the leaves' `items`) answers each part with the pair's recording of it, part by part,
+at the sum of their costs: no interference between the parts (`composite.items`).
+Attempts queued in one step run together: the clock moves on by the slowest one's recorded
+latency (0 where none is recorded).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from orchestrator.composite.items import composite_answer
 from orchestrator.core.state import RUN_ENDED, AttemptState, RunSpec, RunState
 from orchestrator.core.step import end, recorded_metadata, start, step
 from orchestrator.policies import Policy
@@ -58,23 +62,39 @@ class RecordedExecutor:
     def execute(self, attempt: AttemptState) -> float:
         """Finish the attempt; return its latency in seconds."""
         item_id = attempt.request.get("item_id")
+        parts = [str(i) for i in attempt.request.get("items") or ()]
         model = self.models.get(attempt.endpoint_id, "").removeprefix("replay/")
-        found = self.recordings.get((str(item_id), model, attempt.primitive)) if item_id else None
-        if found is None:
+        wanted = parts or ([str(item_id)] if item_id else [])
+        found = [self.recordings.get((i, model, attempt.primitive)) for i in wanted]
+        missing = [i for i, f in zip(wanted, found, strict=True) if f is None]
+        if not wanted or missing:
             attempt.status, attempt.error_kind = "error", "no_recording"
-            attempt.error_message = f"no recording of {model}/{attempt.primitive} for item {item_id!r}"
+            what = missing[0] if missing else item_id
+            attempt.error_message = f"no recording of {model}/{attempt.primitive} for item {what!r}"
             return 0.0
-        output = found.response or ""
-        attempt.status, attempt.cost_usd = "ok", Decimal(str(found.cost_usd))
+        recorded = [f for f in found if f is not None]
+        if parts:  # one call answers every part: each with its own recording (no interference)
+            output = composite_answer([f.response or "" for f in recorded])
+            answer: str | None = composite_answer(
+                [self.extract(attempt.primitive, f.response or "") or "" for f in recorded]
+            )
+            scores = [f.score for f in recorded]
+            artifacts = {"replay": True, "recorded_score": sum(scores) / len(scores), "part_scores": scores}
+        else:
+            output = recorded[0].response or ""
+            artifacts = {"replay": True, "recorded_score": recorded[0].score, "item_id": item_id}
+            answer = self.extract(attempt.primitive, output) if output else None
+        attempt.status = "ok"
+        attempt.cost_usd = sum((Decimal(str(f.cost_usd)) for f in recorded), Decimal(0))
         attempt.envelope = {
             "status": "ok",
             "output": output,
-            "answer": self.extract(attempt.primitive, output) if output else None,
-            "artifacts": {"replay": True, "recorded_score": found.score, "item_id": item_id},
-            "tokens_in": found.tokens_in,
-            "tokens_out": found.tokens_out,
+            "answer": answer,
+            "artifacts": {**artifacts, "items": parts} if parts else artifacts,
+            "tokens_in": sum(f.tokens_in for f in recorded),
+            "tokens_out": sum(f.tokens_out for f in recorded),
         }
-        return found.latency_s
+        return max(f.latency_s for f in recorded)
 
 
 def run_offline(

@@ -19,6 +19,7 @@ from decimal import Decimal
 from typing import Any
 
 from orchestrator.checking import has_checker
+from orchestrator.composite.items import leaves
 from orchestrator.core.actions import apply
 from orchestrator.core.observe import observe
 from orchestrator.core.state import DONE_BADLY, NodeState, RunState
@@ -181,16 +182,33 @@ def partial_answer(state: RunState) -> str:
     return "\n".join(f"{n.key}: {n.answer}" for n in done)
 
 
+def composite_scores(state: RunState) -> tuple[list[float], int] | None:
+    """(the recorded scores known, how many items) of a composite task: each item's from its
+    own node, or from the call that answered a node holding it whole; None before any node
+    took an item (a run that ended before it split or solved anything)."""
+    known: list[float] = []
+    took = False
+    for node in state.nodes:
+        if node.kind == "subtask" and node.metadata.get("item_id"):
+            took = True
+            score = node.verification.get("recorded_score") if node.status == "succeeded" else None
+            known.extend([float(score)] if score is not None else [])
+        elif node.status == "succeeded" and node.verification.get("part_scores") is not None:
+            took = True
+            known.extend(float(s) for s in node.verification["part_scores"])
+    return (known, len(leaves(state.spec.task_metadata["items"]))) if took else None
+
+
 def verify(state: RunState, answer: str) -> dict[str, Any]:
     """How right the answer is: the composite rule, a recorded score, or the benchmark's checker."""
     spec = state.spec
-    items = [n for n in state.nodes if n.metadata.get("item_id") and n.kind == "subtask"]
-    if spec.task_metadata.get("items") and items:
-        scores = [n.verification.get("recorded_score") for n in items]
-        known = [float(s) for s in scores if s is not None]
-        score = sum(known) / len(items)
-        correct = len(known) == len(items) and all(s >= 1.0 for s in known)
-        return {"method": "composite", "score": score, "correct": correct, "items": len(items)}
+    if spec.task_metadata.get("items"):
+        found = composite_scores(state)
+        if found is not None:
+            known, count = found
+            score = sum(known) / count
+            correct = len(known) == count and all(s >= 1.0 for s in known)
+            return {"method": "composite", "score": score, "correct": correct, "items": count}
     root = state.root
     recorded = root.verification.get("recorded_score") if root is not None else None
     if recorded is not None:

@@ -49,8 +49,11 @@ def accept(state: RunState, node: NodeState, attempt: AttemptState, **payload: A
     """The node succeeds with `attempt`'s answer."""
     envelope = attempt.envelope
     node.answer, node.output = envelope.get("answer") or "", envelope.get("output") or ""
-    recorded = (envelope.get("artifacts") or {}).get("recorded_score")
+    artifacts = envelope.get("artifacts") or {}
+    recorded = artifacts.get("recorded_score")
     node.verification = {"recorded_score": recorded} if recorded is not None else {}
+    if artifacts.get("part_scores") is not None:  # one call answered several recorded parts
+        node.verification["part_scores"] = list(artifacts["part_scores"])
     node.accepted = attempt.number
     set_status(state, node, "succeeded", answer=node.answer[:TEXT_IN_EVENTS], attempt=attempt.number, **payload)
 

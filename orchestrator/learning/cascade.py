@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from orchestrator.learning.episode import ACC, EpisodeBatch, observe
+from orchestrator.learning.episode import ITEM_ACC, EpisodeBatch, observe
 from orchestrator.learning.model import PolicyNet
 
 Answer = Callable[[int, int], str | None]  # (item, pair) -> the answer key an executed pair returned
@@ -74,7 +74,7 @@ def plan_from_scores(at_lam: torch.Tensor, at_zero: torch.Tensor, batch: Episode
     if ranked.shape[1] < 1 + SECOND_OPINIONS:  # a pool of fewer pairs
         pad = np.full((ranked.shape[0], 1 + SECOND_OPINIONS - ranked.shape[1]), -1)
         ranked = np.concatenate([ranked, pad], axis=1)
-    estimate = batch.pairs[..., ACC + 1].masked_fill(~batch.available, -math.inf)  # per-item accuracy estimate
+    estimate = batch.pairs[..., ITEM_ACC].masked_fill(~batch.available, -math.inf)  # per-item accuracy estimate
     escalate = torch.stack([at_zero.argmax(1), estimate.argmax(1)], dim=1)
     return CascadePlan(ranked=ranked.astype(np.int64), escalate=escalate.numpy().astype(np.int64))
 

@@ -22,6 +22,7 @@ from orchestrator.learning.features import FAMILIES, STATIC_DIM
 from orchestrator.learning.model import PolicyNet
 
 ACC = STATIC_DIM  # index of the domain accuracy in a pair feature vector
+ITEM_ACC = STATIC_DIM + 1  # the per-item accuracy estimate
 GLOBAL_ACC = STATIC_DIM + 2  # index of the pair's accuracy over all calibration items
 CEILING_FROM = 1.0  # λ from which an item's spend is capped (`cost_ceiling`): the `cheap` preset's
 FAMILY = slice(6, 6 + len(FAMILIES))  # the family one-hot in a pair feature vector
@@ -128,7 +129,7 @@ def observe(
     best_acc = (batch.pairs[..., ACC] * ex).amax(-1, keepdim=True)
     priced = lam.unsqueeze(1) * batch.cost_est  # [B, P] what λ makes each call cost
     candidate = torch.stack(
-        [same_family, cost_ratio, batch.pairs[..., ACC] - best_acc, priced, batch.pairs[..., ACC + 1] - priced], dim=-1
+        [same_family, cost_ratio, batch.pairs[..., ACC] - best_acc, priced, batch.pairs[..., ITEM_ACC] - priced], dim=-1
     )
     return state, candidate, rel
 
@@ -154,6 +155,15 @@ def step_logits(
     finish_allowed = executed.any(-1) | ~allowed.any(-1)
     encoded = task_h if task_h is not None else net.encode_task(batch.task)
     return net.action_logits(encoded, state, lam, batch.pairs, candidate, allowed, finish_allowed)
+
+
+def estimated_worth(batch: EpisodeBatch, lam: float, factor: float = 1.0) -> torch.Tensor:
+    """[B, P] what the policy's calibration expects each pair to earn on each item at λ: its
+    per-item accuracy estimate (times `factor`, what an answer keeps of its score) less λ
+    times its estimated cost (-inf where unavailable): the candidate feature the pair scorer
+    reads."""
+    worth = factor * batch.pairs[..., ITEM_ACC] - lam * batch.cost_est
+    return worth.masked_fill(~batch.available, -math.inf)
 
 
 def cost_ceiling(batch: EpisodeBatch, lam: float) -> torch.Tensor | None:

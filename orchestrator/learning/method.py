@@ -183,6 +183,18 @@ class LearnedMethod:
         self._train, self._gates = (train, encode(train, emb, context, with_outcomes=True, exclude_self=own)), {}
         self.context = context if probe is None else make_context(probe, self._embed(probe), self._prices())
 
+    def episodes(self, items: OutcomeTable | None = None) -> tuple[OutcomeTable, EpisodeBatch]:
+        """(items, their episode tensors) as the fitted policy sees them: `items` at route time,
+        calibrated on the pool's calibration; or, for None, the training items as training saw
+        them (leave-one-out kNN, out-of-fold predictor), with their outcomes. A fresh copy:
+        routing fills in responses as pairs execute."""
+        if self.net is None or self.context is None or self._train is None:
+            raise RuntimeError("fit the method before asking for its episodes")
+        if items is None:
+            train, batch = self._train
+            return train, batch.rows(torch.arange(train.n_items))
+        return items, encode(items, self._embed(items), self.context, with_outcomes=False)
+
     def route(self, test: OutcomeTable, *, knob: float | None = None) -> Routes:
         if self.net is None or self.context is None:
             raise RuntimeError("fit the method before routing")
@@ -203,22 +215,45 @@ class LearnedMethod:
         learned policy on this network and calibration (with the agreement cascade's gate where
         given): the decisions a live run makes."""
         from orchestrator.core.offline import route_table, table_pairs
-        from orchestrator.policies.learned import LearnedPolicy, LearnedPolicyConfig, LoadedPolicy
 
-        assert self.net is not None and self.context is not None
-        columns = {(info.model, info.primitive): j for j, info in enumerate(self.context.infos)}
-        loaded = LoadedPolicy(
-            net=self.net.eval(), context=self.context, columns=columns, max_steps=self.config.sft.max_steps
-        )
         vectors = dict(zip(test.prompts, self._embed(test), strict=True))
-        policy = LearnedPolicy(
-            LearnedPolicyConfig(checkpoint="<in memory>", cost_preference=lam, cascade=cascade),
-            embedder=lambda texts: np.stack([vectors[text] for text in texts]),
-            loaded=loaded,
-        )
+        policy = self.runtime_policy(lam, cascade=cascade, embedder=lambda texts: np.stack([vectors[t] for t in texts]))
         with torch.no_grad():
             routes, _ = route_table(test, policy, lam=lam, pairs=table_pairs(test, self._prices()))
         return routes
+
+    def runtime_policy(
+        self,
+        lam: float,
+        *,
+        cascade: dict[str, tuple[int, int]] | None = None,
+        embedder: Embedder | None = None,
+        decides_composites: bool = False,
+    ) -> Any:
+        """The runtime learned policy (`policies.learned.LearnedPolicy`) on this fitted network
+        and calibration at λ: what a live run decides with (`decides_composites`: its decompose
+        head was trained on composite decisions)."""
+        from orchestrator.policies.learned import LearnedPolicy, LearnedPolicyConfig, LoadedPolicy
+
+        if self.net is None or self.context is None:
+            raise RuntimeError("fit the method before asking for its runtime policy")
+        columns = {(info.model, info.primitive): j for j, info in enumerate(self.context.infos)}
+        loaded = LoadedPolicy(
+            net=self.net.eval(),
+            context=self.context,
+            columns=columns,
+            max_steps=self.config.sft.max_steps,
+            decides_composites=decides_composites,
+        )
+        return LearnedPolicy(
+            LearnedPolicyConfig(checkpoint="<in memory>", cost_preference=lam, cascade=cascade),
+            embedder=embedder or self.embedder,
+            loaded=loaded,
+        )
+
+    def cascade_gate(self, knob: float) -> dict[str, tuple[int, int]] | None:
+        """The agreement cascade's gate at a cascade knob; None at a plain λ."""
+        return self._gate(knob - CASCADE_OFFSET) if knob >= CASCADE_OFFSET else None
 
     def _gate(self, lam: float) -> dict[str, tuple[int, int]]:
         """The agreement cascade's gate at λ, fit on the training items (batched: training's path)."""

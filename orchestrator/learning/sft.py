@@ -31,7 +31,7 @@ import numpy as np
 import torch
 
 from orchestrator.configs import STRICT_KEYS, Count, Fraction, NonNegative, NonNegativeInt, Positive, Seed, check_order
-from orchestrator.learning.episode import ACC, EpisodeBatch, response_features, rollout
+from orchestrator.learning.episode import ITEM_ACC, EpisodeBatch, response_features, rollout
 from orchestrator.learning.model import PolicyNet
 
 if TYPE_CHECKING:
@@ -131,7 +131,7 @@ def curate(batch: EpisodeBatch, lam: np.ndarray, config: SFTConfig, rng: np.rand
     mask[0, :, :2] = 1.0
 
     # recovery: the prior's pick (calibration estimates only); repair where it was wrong and a repair pays
-    prior = batch.pairs[..., ACC + 1].numpy()  # the kNN calibration accuracy
+    prior = batch.pairs[..., ITEM_ACC].numpy()  # the kNN calibration accuracy
     prior_u = np.where(avail, prior - lam[:, None] * batch.cost_est.numpy(), -np.inf) / config.recovery_temperature
     first = _sample(prior_u, rng)
     wrong = score[rows, first] < 0.5

@@ -1,7 +1,8 @@
 """The default policy: a configured pair for every node, the planner for decomposable tasks.
 
 - A composite task (its metadata lists recorded `items`) is split into one subtask per
-  item, with no planner call: the items are the plan.
+  item, with no planner call: the items are the plan; a nested composite part is split
+  again (`composite.items`).
 - Another decomposable task is planned once with the planner pair; if the planner fails,
   the task is solved directly.
 - A ready node is solved with the preferred pair: the first of `pairs` in the config that
@@ -26,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from orchestrator.composite.items import node_items, subtasks
 from orchestrator.envelope import TRANSIENT_ERRORS
 from orchestrator.policies import register
 from orchestrator.policies.best_of import Embedder, PlanScorer, best_of_note
@@ -41,7 +43,6 @@ from orchestrator.protocol import (
     Plan,
     Repair,
     Solve,
-    SubtaskSpec,
     Wait,
 )
 
@@ -98,10 +99,10 @@ class DefaultPolicy:
             return None
         if node.kind == "aggregate":
             return Aggregate(node.key)
+        items = node_items(node, observation)
+        if items:
+            return Decompose(node.key, subtasks(items))
         if node.kind == "root" and observation.decomposable:
-            items = observation.task_metadata.get("items")
-            if items:
-                return Decompose(node.key, composite_subtasks(items))
             if node.plan is not None:
                 return Decompose(node.key, node.plan)
             if not node.plan_failed and not node.attempts:
@@ -171,23 +172,6 @@ class DefaultPolicy:
                 return ref
         planners = [pair.ref for pair in observation.pairs if pair.ref.primitive == "plan"]
         return planners[0] if planners else None
-
-
-# What a part of a composite task keeps from its item: what it is, and what its primitives need.
-PART_KEYS = ("benchmark", "domain", "gold", "recorded_pairs", "source", "context", "tests", "entry_point", "tools")
-
-
-def composite_subtasks(items: list[Mapping[str, Any]]) -> tuple[SubtaskSpec, ...]:
-    """One independent subtask per recorded item of a composite task."""
-    return tuple(
-        SubtaskSpec(
-            id=f"item{index}",
-            text=str(item["prompt"]),
-            item_id=str(item["item_id"]),
-            metadata={key: item[key] for key in PART_KEYS if key in item},
-        )
-        for index, item in enumerate(items, start=1)
-    )
 
 
 @register("default")

@@ -1,10 +1,14 @@
 """The learned policy at run time: a trained checkpoint picks the pair for every node.
 
-It keeps the default policy's flow (composite tasks split into their items, aggregate
-nodes aggregated, transient errors retried, the run finished with the root's answer) and
-replaces its two choices:
-- whether to plan a decomposable task: the decompose head (trained with negative targets
-  only, since no recorded composite run shows planning pays: it delegates directly);
+It keeps the default policy's flow (aggregate nodes aggregated, transient errors retried,
+the run finished with the root's answer) and replaces its choices:
+- whether to split a composite task (or a nested part of one) into its recorded parts, or
+  to solve it whole with the one pair of most estimated worth on all of them: the decompose
+  head at λ, where the checkpoint's head was trained on composite decisions
+  (`composite.learned`; else composites are split); a whole call that fails falls back to
+  splitting;
+- whether to plan another decomposable task: the same head (on plain items it has only
+  ever been told "do not": no recorded run shows that planning one item pays);
 - which admissible pair solves or repairs a node: the pair scorer, at the request's cost
   preference λ (`observation.cost_preference`) or the configured one / preset.
 
@@ -47,13 +51,21 @@ from typing import Any
 import numpy as np
 import torch
 
+from orchestrator.composite.items import leaves, node_items, subtasks
 from orchestrator.embedding import EMBEDDING_DIM
 from orchestrator.envelope import TRANSIENT_ERRORS
 from orchestrator.filecache import load_once
 from orchestrator.learning.cascade import gates_from_payload
 from orchestrator.learning.context_io import context_from_payload
 from orchestrator.learning.dataset import PoolContext
-from orchestrator.learning.episode import CEILING_FROM, EpisodeBatch, cost_ceiling, reliability, step_logits
+from orchestrator.learning.episode import (
+    CEILING_FROM,
+    EpisodeBatch,
+    cost_ceiling,
+    estimated_worth,
+    reliability,
+    step_logits,
+)
 from orchestrator.learning.features import (
     Calibration,
     PairInfo,
@@ -72,7 +84,7 @@ from orchestrator.policies.default import DefaultConfig, DefaultPolicy
 from orchestrator.policies.learned_calibration import calibration_context
 from orchestrator.policies.learned_cascade import Gate, parse_gate
 from orchestrator.policies.learned_cascade import review as cascade_review
-from orchestrator.protocol import Accept, Action, NodeView, Observation, Pair, PairRef, Repair, Solve
+from orchestrator.protocol import Accept, Action, Decompose, NodeView, Observation, Pair, PairRef, Repair, Solve
 
 PRESETS = COST_PRESETS  # λ in units of the pool's most expensive pair
 ASSUMED_TOKENS = (500, 250)  # (in, out) to price a pair the checkpoint never saw
@@ -129,6 +141,9 @@ class LoadedPolicy:
     columns: dict[tuple[str, str], int]  # (model, primitive) -> the pair's column
     max_steps: int
     gates: Mapping[float, Gate] = field(default_factory=dict)  # λ -> the agreement cascade's gate
+    # Its decompose head was trained on composite decisions (`composite.learned`): it decides
+    # whether a composite task is split or solved whole. Else composites are split, as before.
+    decides_composites: bool = False
 
 
 def load_policy(path: Path) -> LoadedPolicy:
@@ -136,7 +151,10 @@ def load_policy(path: Path) -> LoadedPolicy:
     context = context_from_payload(payload["context"]) if "context" in payload else legacy_context(payload["pool"])
     max_steps = int(payload.get("train", {}).get("sft", {}).get("max_steps", SFTConfig().max_steps))
     gates = gates_from_payload(payload.get("cascade", {}))
-    return LoadedPolicy(net=net, context=context, columns=pair_columns(context), max_steps=max_steps, gates=gates)
+    return LoadedPolicy(
+        net=net, context=context, columns=pair_columns(context), max_steps=max_steps, gates=gates,
+        decides_composites=bool(payload.get("composites")),
+    )  # fmt: skip
 
 
 def pair_columns(context: PoolContext) -> dict[tuple[str, str], int]:
@@ -198,14 +216,53 @@ class LearnedPolicy(DefaultPolicy):
     # --- the two learned choices ---
 
     def _act_on(self, node: NodeView, observation: Observation) -> Action | None:
+        items = node_items(node, observation)
+        if items and node.status == "answered" and not node.in_flight:
+            # Solved whole by one pair: its answer, part by part (no second opinion on a whole).
+            return Accept(node.key, max(a.number for a in node.attempts if a.status == "ok"))
         if node.status == "answered" and not node.in_flight:
             return self._review(node, observation)
+        fresh = node.status == "ready" and not node.in_flight and not node.attempts
+        if items and fresh and self.loaded.decides_composites:
+            return self._composite(node, observation, items)
         plain_task = not observation.task_metadata.get("items") and node.plan is None
         fresh_root = node.kind == "root" and node.status == "ready" and not node.in_flight and not node.attempts
         planning = fresh_root and observation.decomposable and plain_task and not node.plan_failed
         if planning and not self._wants_decomposition(node, observation):
             return self._solve(node, observation)
         return super()._act_on(node, observation)
+
+    def _composite(self, node: NodeView, observation: Observation, items: list[Mapping[str, Any]]) -> Action:
+        """A node holding recorded parts (a composite task, or a nested part of one): split it
+        into its parts, or solve it whole with one pair, as the decompose head says at λ. The
+        pair is the one of most estimated worth on all the parts (`delegate_pair`); where no
+        pair can take them all, it splits. `composite.learned` decides the same offline."""
+        pair = self.delegate_pair(items, observation)
+        if pair is not None and not self._wants_decomposition(node, observation):
+            return Solve(node.key, pair)
+        return Decompose(node.key, subtasks(items))
+
+    def delegate_pair(self, items: Sequence[Mapping[str, Any]], observation: Observation) -> PairRef | None:
+        """The pair whose estimated worth (`learning.episode.estimated_worth`: the per-item
+        accuracy estimate less λ times the estimated cost), summed over every recorded part
+        under `items`, is highest among the pairs each part may use; None where none may take
+        them all."""
+        lam = self.lam(observation)
+        by_ref = {pair.ref: pair for pair in observation.pairs}
+        total: torch.Tensor | None = None
+        refs: list[PairRef | None] = []
+        for leaf in leaves(items):
+            view = NodeView(
+                key=f"part:{leaf.get('item_id')}", kind="subtask", text=str(leaf["prompt"]), status="ready", depth=1,
+                item_id=str(leaf.get("item_id")), metadata=leaf, domain=str(leaf.get("domain") or ""),
+            )  # fmt: skip
+            candidates = [by_ref[ref] for ref in self._candidates(view, observation)]
+            episode = self.episode(view, observation, candidates)
+            worth = estimated_worth(episode.batch, lam)[0]  # [P]
+            total, refs = (worth if total is None else total + worth), episode.refs
+        if total is None or not bool(torch.isfinite(total).any()):
+            return None
+        return refs[int(total.argmax())]
 
     def _solve(self, node: NodeView, observation: Observation) -> Action | None:
         last = node.last_attempt

@@ -214,3 +214,30 @@ def test_deciding_by_estimates_splits_mixed_composites_and_delegates_same_domain
     heavy = CompositeCosting(t, planner_price=PRICE, penalty=0.6)
     decide.fit(heavy, train_rows, train, seed=0)
     assert all(isinstance(p, Decompose) for p in decide.plans(test, knob=0.5))
+
+
+def test_a_cascade_pays_for_every_call_it_makes() -> None:
+    from orchestrator.composite.outcome import Solve
+
+    t = mixed_table()
+    costing = CompositeCosting(t, planner_price=PRICE)
+    c = Composite("c", (0, 1), MIXED_DOMAIN, False)
+    once = costing.outcome(c, Decompose((Solve(0), Solve(1))))
+    twice = costing.outcome(c, Decompose((Solve(0, tried=(1,)), 1)))
+    assert once.score == twice.score == 1.0
+    assert twice.cost == pytest.approx(once.cost + t.cost[0, 1]) and twice.calls == once.calls + 1
+    delegated = costing.outcome(c, Delegate(2, tried=(0,)))
+    assert delegated.score == 1.0 and delegated.cost == pytest.approx(t.cost[[0, 1]][:, [0, 2]].sum())
+
+
+def test_a_node_that_took_no_answer_scores_nothing_and_pays_its_calls() -> None:
+    from orchestrator.composite.outcome import Solve
+
+    t = mixed_table()
+    costing = CompositeCosting(t, planner_price=PRICE)
+    c = Composite("c", (0, 1), MIXED_DOMAIN, False)
+    failed = costing.outcome(c, Decompose((Solve(-1, tried=(0,)), Solve(1))))
+    assert failed.score == 0.5 and failed.violations == 0
+    assert failed.cost == pytest.approx(costing.planner_cost(c) + t.cost[0, 0] + t.cost[1, 1])
+    none = costing.outcome(c, Delegate(-1, tried=(2,)))
+    assert none.score == 0.0 and none.cost == pytest.approx(t.cost[[0, 1], 2].sum()) and none.calls == 1

@@ -16,14 +16,18 @@ import numpy as np
 import pytest
 import torch
 
-from orchestrator.core.offline import route_table, table_executor, table_pairs
-from orchestrator.core.state import AttemptState
+from orchestrator.composite.build import SAME_DOMAIN, Composite, text_of
+from orchestrator.composite.items import items_of
+from orchestrator.core.offline import route_table, run_offline, table_executor, table_pairs
+from orchestrator.core.state import AttemptState, RunSpec
 from orchestrator.learning.context_io import context_from_payload, context_payload
 from orchestrator.learning.dataset import encode, make_context
 from orchestrator.learning.method import _route_cascade, route_batch
 from orchestrator.learning.model import PolicyConfig, PolicyNet, load_checkpoint, save_checkpoint
 from orchestrator.policies import make_policy
+from orchestrator.policies.default import DefaultConfig, DefaultPolicy
 from orchestrator.policies.learned import LearnedPolicyConfig
+from orchestrator.protocol import Action, NodeView, Observation, Solve
 from tests.orchestrator.synthetic_outcomes import lookup_embedder, synthetic_table
 
 
@@ -112,3 +116,55 @@ def test_a_pair_without_a_recording_fails_as_replay_does() -> None:
     executor.execute(found)
     assert found.status == "ok" and found.envelope["output"] == table.responses[0][0]
     assert found.envelope["artifacts"]["recorded_score"] == table.score[0, 0]
+
+
+def test_a_call_on_a_composite_node_answers_each_part_from_its_recording() -> None:
+    table, _ = synthetic_table(n=4, seed=3)
+    executor, pairs = table_executor(table), table_pairs(table)
+    whole = AttemptState(
+        number=1, endpoint_id=pairs[1].ref.endpoint_id, primitive="direct", request={"items": ["t.0", "t.2", "t.3"]}
+    )
+    executor.execute(whole)
+    assert whole.status == "ok"
+    assert whole.envelope["output"] == "\n\n".join(
+        f"Part {n}: {table.responses[i][1]}" for n, i in enumerate((0, 2, 3), 1)
+    )
+    artifacts = whole.envelope["artifacts"]
+    assert artifacts["part_scores"] == [table.score[i, 1] for i in (0, 2, 3)]
+    assert artifacts["recorded_score"] == pytest.approx(np.mean(table.score[[0, 2, 3], 1]))
+    assert float(whole.cost_usd) == pytest.approx(table.cost[[0, 2, 3], 1].sum())
+    assert whole.envelope["tokens_in"] == 300
+    table.score[2, 1] = np.nan  # one part unrecorded: the whole call fails, naming it
+    missing = AttemptState(
+        number=1, endpoint_id=pairs[1].ref.endpoint_id, primitive="direct", request={"items": ["t.0", "t.2"]}
+    )
+    table_executor(table).execute(missing)
+    assert missing.status == "error" and missing.error_kind == "no_recording" and "'t.2'" in missing.error_message
+
+
+class _SolvesNestedPartsWhole(DefaultPolicy):
+    """Splits the root; solves a nested composite part whole with the second pair."""
+
+    def _act_on(self, node: NodeView, observation: Observation) -> Action | None:
+        if node.kind == "subtask" and node.metadata.get("items") and node.status == "ready" and not node.attempts:
+            return Solve(node.key, observation.pairs[1].ref)
+        return super()._act_on(node, observation)
+
+
+@pytest.mark.parametrize("whole", [False, True])
+def test_a_nested_composite_runs_split_or_whole_and_scores_every_item(whole: bool) -> None:
+    table, _ = synthetic_table(n=6, seed=4)
+    composite = Composite("c", (0, Composite("c.2", (1, 2, 3), SAME_DOMAIN, False), 4), SAME_DOMAIN, False)
+    spec = RunSpec(
+        task_text=text_of(composite, table), decomposable=True, task_metadata={"items": items_of(composite, table)}
+    )
+    policy = _SolvesNestedPartsWhole(DefaultConfig(pairs=((1, "direct"),))) if whole else make_policy("default", {})
+    state = run_offline(spec, policy, table_pairs(table), table_executor(table))
+    assert state.status == "succeeded"
+    nested = state.node("root.part2")
+    assert nested is not None and nested.status == "succeeded"
+    assert bool(state.children(nested)) is not whole  # split into its items, or solved in one call
+    column = 1 if whole else 0
+    expected = [table.score[0, 0], *table.score[[1, 2, 3], column], table.score[4, 0]]
+    assert state.verification["method"] == "composite" and state.verification["items"] == 5
+    assert state.verification["score"] == pytest.approx(np.mean(expected))

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import copy
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -269,3 +272,53 @@ def test_a_cascade_needs_a_checkpoint_with_gates(tmp_path: Path) -> None:
     )
     with pytest.raises(ValueError, match="carries no cascade gate"):
         make_policy("learned", {"checkpoint": str(tmp_path / "old.pt"), "cascade": True})
+
+
+def _deciding(checkpoint: Checkpoint, *, split: bool, **config: object) -> LearnedPolicy:
+    """The checkpoint's policy with a decompose head trained on composites, forced one way."""
+    policy = _policy(checkpoint, **config)
+    net = copy.deepcopy(policy.net)
+    with torch.no_grad():
+        net.decompose_head[-1].bias.fill_(50.0 if split else -50.0)
+    loaded = replace(policy.loaded, net=net, decides_composites=True)
+    return LearnedPolicy(policy.learned, embedder=policy.embedder, loaded=loaded)
+
+
+def test_a_head_trained_on_composites_solves_one_whole_with_the_pair_worth_most_on_all_parts(
+    checkpoint: Checkpoint,
+) -> None:
+    recorded = [list(pair) for pair in PAIRS]
+    items: list[dict[str, Any]] = [
+        {"prompt": "question 6", "item_id": "t.6", "domain": "math", "recorded_pairs": recorded},
+        {"items": [
+            {"prompt": "question 7", "item_id": "t.7", "domain": "reasoning", "recorded_pairs": recorded},
+            {"prompt": "question 8", "item_id": "t.8", "domain": "math", "recorded_pairs": recorded[1:]},
+        ]},
+    ]  # fmt: skip
+    fields = {"decomposable": True, "task_metadata": {"items": items}}
+    composite = _observe(_root("question 9"), text="question 9", **fields)
+    # A checkpoint whose head never saw a composite splits it, as before.
+    assert isinstance(check_action(_policy(checkpoint).act(composite), composite), Decompose)
+    assert isinstance(check_action(_deciding(checkpoint, split=True).act(composite), composite), Decompose)
+    for lam in (0.0, 2.0):
+        policy = _deciding(checkpoint, split=False, cost_preference=lam)
+        action = check_action(policy.act(composite), composite)
+        assert isinstance(action, Solve) and action.pair in {MID, CHEAP}  # DEAR is not recorded on t.8
+        # The pair of most estimated worth summed over the three parts, as the evaluation picks it.
+        worth = []
+        for prompt, domain in (("question 6", "math"), ("question 7", "reasoning"), ("question 8", "math")):
+            view = NodeView(key="p", kind="subtask", text=prompt, status="ready", depth=1, domain=domain)
+            found = policy.episode(view, composite, [p for p in RUNTIME_PAIRS if p.ref in {MID, CHEAP}])
+            worth.append(episode.estimated_worth(found.batch, lam)[0])
+        total = torch.stack(worth).sum(0)
+        assert action.pair == found.refs[int(total.argmax())]
+        assert policy.delegate_pair(items, composite) == action.pair
+    # The whole call answered: its answer is taken, part by part. It failed: the task is split.
+    answered = _root("question 9", status="answered", attempts=(AttemptView(MID, "ok", number=1, output="Part 1: A"),))
+    done = _observe(answered, text="question 9", **fields)
+    assert check_action(policy.act(done), done) == Accept("root", 1)
+    failed = _root("question 9", attempts=(AttemptView(MID, "error", error_kind="no_recording"),))
+    retry = _observe(failed, text="question 9", **fields)
+    action = check_action(policy.act(retry), retry)
+    assert isinstance(action, Decompose) and [s.id for s in action.subtasks] == ["item1", "part2"]
+    assert action.subtasks[1].metadata["items"] == items[1]["items"]

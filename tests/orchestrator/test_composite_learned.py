@@ -1,0 +1,91 @@
+"""The learned policy on composites: it learns when to split, and the core decides as it does."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from orchestrator.composite import CompositeConfig, CompositeCosting, Decompose, Delegate, build_split
+from orchestrator.composite.build import MIXED_DOMAIN, SAME_DOMAIN
+from orchestrator.composite.learned import LearnedComposite
+from tests.orchestrator.synthetic import topic_embed
+from tests.orchestrator.test_composite import mixed_table
+
+SMALL = {
+    "policy": {"hidden": 16},
+    "sft": {"reliability_epochs": 2, "epochs": 6, "batch_size": 16},
+    "rl": {"iterations": 4, "tasks_per_iteration": 16, "group": 4},
+    "knobs": [0.0, 0.1, 0.5],
+    "cascade_knobs": [],
+    "decompose": {"epochs": 300, "rl_iterations": 20},
+}
+PLANNER = {"input_per_mtok": 20.0, "output_per_mtok": 20.0}
+
+
+@pytest.fixture(scope="module")
+def fitted() -> tuple[LearnedComposite, CompositeCosting, list, list, list[int]]:
+    torch.set_num_threads(1)
+    t = mixed_table(160)
+    config = CompositeConfig(cross_source_share=0.0, nested_share=0.3)
+    train, test = build_split(t, train_count=160, test_count=80, seed=2, config=config)
+    rows = sorted({leaf for c in train for leaf in c.leaves()})
+    costing = CompositeCosting(t, planner_price=PLANNER)
+    learned = LearnedComposite(SMALL, embedder=topic_embed)
+    learned.fit(costing, rows, train, seed=0)
+    return learned, costing, train, test, rows
+
+
+def _split_rates(plans, test) -> dict[str, float]:
+    return {
+        kind: float(np.mean([isinstance(p, Decompose) for p, c in zip(plans, test, strict=True) if c.kind == kind]))
+        for kind in (SAME_DOMAIN, MIXED_DOMAIN)
+    }
+
+
+def test_learns_to_split_mixed_composites_and_delegate_same_domain_ones(fitted) -> None:
+    learned, costing, _, test, _ = fitted
+    # The head was fit on decisions of both signs, then played whole episodes.
+    assert 0.0 < learned.metrics["decompose/positive_share"] < 1.0
+    assert learned.metrics["decompose/agreement"] > 0.9
+    assert learned.metrics["decompose_rl/violations"] == 0
+    assert "loss/decompose_pg" in learned.metrics
+    for knob in (0.1, 0.5):
+        plans = learned.plans(test, knob=knob)
+        rates = _split_rates(plans, test)
+        assert rates[SAME_DOMAIN] < 0.35  # one cheap pair is right on every part: one call
+        assert rates[MIXED_DOMAIN] > 0.9  # no cheap pair is right on both kinds: split
+        outcomes = [costing.outcome(c, p) for c, p in zip(test, plans, strict=True)]
+        assert np.mean([o.score for o in outcomes]) > 0.95 and not any(o.violations for o in outcomes)
+        # Delegated same-domain composites went to the cheap pair that is right on their kind.
+        delegated = [(c, p) for c, p in zip(test, plans, strict=True) if isinstance(p, Delegate)]
+        assert delegated and all(p.col in (0, 1) for _, p in delegated)
+
+
+def test_a_second_penalty_refits_the_head_only(fitted) -> None:
+    learned, costing, train, test, rows = fitted
+    before = {k: v.clone() for k, v in learned.method.net.state_dict().items()}
+    heavy = CompositeCosting(costing.table, planner_price=PLANNER, penalty=0.6)
+    learned.fit(heavy, rows, train, seed=0)
+    after = learned.method.net.state_dict()
+    assert all(torch.equal(v, after[k]) for k, v in before.items() if "decompose_head" not in k)
+    assert not all(torch.equal(v, after[k]) for k, v in before.items() if "decompose_head" in k)
+    # With a heavy interference penalty, delegating any composite loses: nearly all split.
+    assert np.mean([isinstance(p, Decompose) for p in learned.plans(test, knob=0.5)]) > 0.9
+    learned.fit(costing, rows, train, seed=0)  # back to the module's fit for the other tests
+
+
+@pytest.mark.parametrize("knob", [0.0, 0.1, 0.5])
+def test_the_core_engine_carries_out_the_plans_the_batched_choices_make(fitted, knob: float) -> None:
+    """Each composite as a run of the runtime policy through the orchestration core (what a
+    live run decides) gives the plan the evaluation's batched choices give."""
+    learned, _, _, test, _ = fitted
+    batched = learned.plans(test, knob=knob)
+    learned.method.engine = "core"
+    try:
+        core = learned.plans(test, knob=knob)
+    finally:
+        learned.method.engine = "vectorized"
+    assert core == batched
+    assert any(isinstance(p, Delegate) for p in core) and any(isinstance(p, Decompose) for p in core)
+    assert any(isinstance(part, Delegate | Decompose) for p in core if isinstance(p, Decompose) for part in p.parts)
