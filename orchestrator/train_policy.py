@@ -8,6 +8,10 @@ calibration items' vectors and outcomes and the fitted predictor, so the runtime
 computes an item's pair features as the evaluation does; an unknown pair gets the pool mean),
 and the agreement cascade's gate at each cost preset's λ (`cascade`, fit on the training items,
 as the evaluation fits it), which a live run uses with the policy config `{"cascade": true}`.
+
+`--composites N` also trains the decompose head on N composite tasks built from the items
+(`composite.learned`: when splitting a composite pays, at every λ); the checkpoint then
+records them, and a run of it decides whether to split each composite task or solve it whole.
 """
 
 from __future__ import annotations
@@ -130,6 +134,15 @@ def train_table(
     )  # fmt: skip
     for bar in bars.values():
         bar.close()
+    composites: dict[str, Any] = {}
+    if config.decompose.composites:
+        from orchestrator.composite.learned import train_composite_head
+
+        found, composites = train_composite_head(
+            table, emb, (net, batch, context, metrics), config, seed=seed, embedder=embedder,
+            prices=read_prices(prices) if prices else {},
+        )  # fmt: skip
+        metrics |= found
     metrics["time/embed_s"] = embedded_s
     metrics["time/total_s"] = time.perf_counter() - start
     metrics["data/items"] = float(table.n_items)
@@ -148,6 +161,7 @@ def train_table(
             "cascade": gates_payload(
                 fit_gates(net, batch, table.benchmarks, table.responses, list(PRESETS.values()), config.sft.max_steps)
             ),
+            **({"composites": composites} if composites else {}),
         },
     )
     return metrics
@@ -162,6 +176,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--epochs", type=cli.non_negative, help="SFT epochs (action heads and reliability head each)")
     parser.add_argument("--rl-iterations", type=cli.non_negative, help="GRPO updates")
     parser.add_argument("--config", type=Path, help="JSON config for the learned policy (as evaluate --learned-config)")
+    parser.add_argument(
+        "--composites", type=cli.non_negative,
+        help="also train the decompose head on this many composite tasks built from the items (0: none)",
+    )  # fmt: skip
     parser.add_argument(
         "--unseen", action="store_true",
         help="for pools of models it will not see, calibrated on their probes: trained as evaluate --probe trains it",
@@ -178,6 +196,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             config = replace(config, sft=replace(config.sft, epochs=args.epochs, reliability_epochs=args.epochs))
         if args.rl_iterations is not None:
             config = replace(config, rl=replace(config.rl, iterations=args.rl_iterations))
+        if args.composites is not None:
+            config = replace(config, decompose=replace(config.decompose, composites=args.composites))
         metrics = train(args.outcomes, out=args.out, seed=args.seed, config=config, prices=prices, unseen=args.unseen)
     except cli.INPUT_ERRORS as error:
         parser.error(str(error))

@@ -33,7 +33,7 @@ _lock = threading.Lock()
 _store: DatabaseStore | None = None
 _pool: tuple[int, ThreadPoolExecutor] | None = None  # (pid, pool): a forked child makes its own
 
-INPUT_FIELDS = ("prompt", "item_id", "benchmark", "context", "tests", "entry_point", "candidate", "tools")
+INPUT_FIELDS = ("prompt", "item_id", "items", "benchmark", "context", "tests", "entry_point", "candidate", "tools")
 
 
 def ensure_replay() -> DatabaseStore:
@@ -79,7 +79,10 @@ def execute(work: AttemptWork) -> Envelope:
     config = _config(work)
     if config.is_replay:
         ensure_replay()
-    task = PrimitiveInput(**{key: work.request[key] for key in INPUT_FIELDS if key in work.request})
+    fields = {key: work.request[key] for key in INPUT_FIELDS if key in work.request}
+    if "items" in fields:
+        fields["items"] = tuple(str(item) for item in fields["items"])
+    task = PrimitiveInput(**fields)
     try:
         return run_primitive(work.primitive, LLMClient(config), task, work.params)
     except SoftTimeLimitExceeded:
@@ -112,9 +115,10 @@ def _waits(work: AttemptWork) -> bool:
 def _prefetch(works: Sequence[AttemptWork]) -> None:
     """One query for the recordings a batch of replay attempts will ask for."""
     wanted = [
-        (work.model.removeprefix("replay/"), work.primitive, str(work.request["item_id"]))
+        (work.model.removeprefix("replay/"), work.primitive, str(item))
         for work in works
-        if work.model.startswith("replay/") and work.request.get("item_id")
+        if work.model.startswith("replay/")
+        for item in ([work.request["item_id"]] if work.request.get("item_id") else work.request.get("items") or [])
     ]
     if wanted:
         ensure_replay().prefetch(wanted)

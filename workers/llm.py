@@ -224,14 +224,18 @@ class LLMClient:
         *,
         primitive: str = "direct",
         item_id: str | None = None,
+        item_ids: tuple[str, ...] = (),
         **params: Any,
     ) -> Completion:
-        """One chat completion, retried on transient errors. Raises ProviderError."""
+        """One chat completion, retried on transient errors. Raises ProviderError.
+
+        `item_id` names the recorded item replay should answer; `item_ids`, for a call that
+        takes a composite node whole, every part's (replay answers each from its recording)."""
         attempt = 0
         while True:
             started = time.perf_counter()
             try:
-                completion = self._call(messages, primitive=primitive, item_id=item_id, **params)
+                completion = self._call(messages, primitive=primitive, item_id=item_id, item_ids=item_ids, **params)
             except Exception as exc:
                 error = classify(exc)
                 self.meter.latency_s += time.perf_counter() - started
@@ -253,7 +257,13 @@ class LLMClient:
         return random.uniform(0, ceiling)  # noqa: S311 - jitter, not cryptography
 
     def _call(
-        self, messages: list[dict[str, Any]], *, primitive: str, item_id: str | None, **params: Any
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        primitive: str,
+        item_id: str | None,
+        item_ids: tuple[str, ...] = (),
+        **params: Any,
     ) -> Completion:
         c = self.config
         kwargs: dict[str, Any] = {
@@ -269,7 +279,7 @@ class LLMClient:
         if c.api_key:
             kwargs["api_key"] = c.api_key
         if c.is_replay:
-            kwargs["metadata"] = {"primitive": primitive, "item_id": item_id}
+            kwargs["metadata"] = {"primitive": primitive, "item_id": item_id, "item_ids": list(item_ids)}
             response = litellm.completion(**kwargs)  # in process: its latency is simulated, if at all
         else:
             response = within_deadline(lambda: litellm.completion(**kwargs), c.timeout_s)

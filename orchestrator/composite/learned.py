@@ -43,12 +43,10 @@ import numpy as np
 import torch
 
 from orchestrator.baselines.common import pair_cost
-from orchestrator.composite.build import Composite, text_of
-from orchestrator.composite.outcome import CompositeCosting, Decompose, Delegate, Plan, Solve
-from orchestrator.configs import from_mapping
+from orchestrator.composite.build import Composite, build_composites, text_of
+from orchestrator.composite.outcome import CompositeCosting, Decompose, Delegate, Plan, Solve, planner_price
 from orchestrator.learning.decompose import (
     DecisionEpisodes,
-    DecomposeConfig,
     encoded,
     fit_decompose_head,
     train_decompose_rl,
@@ -114,9 +112,8 @@ class LearnedComposite:
     name = "learned"
 
     def __init__(self, config: Mapping[str, Any] | None = None, *, embedder: Any = None, engine: str = "vectorized"):
-        config = dict(config or {})
-        self.decompose = from_mapping(DecomposeConfig, config.pop("decompose", None))
         self.method = LearnedMethod(config, embedder=embedder, engine=engine)
+        self.decompose = self.method.config.decompose
         self.knobs: tuple[float, ...] = self.method.knobs
         self.metrics: dict[str, float] = {}
         self._fitted: tuple[tuple[int, ...], int, dict[str, torch.Tensor]] | None = None
@@ -127,16 +124,24 @@ class LearnedComposite:
     def fit(
         self, costing: CompositeCosting, train_rows: Sequence[int], train: Sequence[Composite], *, seed: int
     ) -> None:
-        table = costing.table
-        self._costing = costing
         rows = sorted({int(r) for r in train_rows})
         if self._fitted is None or self._fitted[:2] != (tuple(rows), seed):
             # The policy does not depend on the costing's penalty: one fit serves every penalty,
             # and each head fit starts from the same weights.
-            self.method.fit(table.rows(rows), seed=seed)
+            self.method.fit(costing.table.rows(rows), seed=seed)
             head = {k: v.clone() for k, v in self._net.state_dict().items() if "decompose_head" in k}
             self._fitted = (tuple(rows), seed, head)
         self._net.load_state_dict(self._fitted[2], strict=False)
+        self.fit_head(costing, rows, train, seed=seed)
+
+    def fit_head(
+        self, costing: CompositeCosting, rows: Sequence[int], train: Sequence[Composite], *, seed: int
+    ) -> None:
+        """The decompose head's two stages on the train composites, for the policy fitted on the
+        items `rows` of `costing.table` (by `fit`, or adopted: `LearnedMethod.adopt`)."""
+        table = costing.table
+        self._costing = costing
+        rows = sorted(rows)
         raw = pair_cost(table.rows(rows))
         finite = raw[np.isfinite(raw)]
         self._scale = float(finite.max()) if finite.size and finite.max() > 0 else 1.0
@@ -298,3 +303,30 @@ def _decided(c: Composite, split: Mapping[str, bool]) -> set[str]:
             if isinstance(part, Composite):
                 out |= _decided(part, split)
     return out
+
+
+def train_composite_head(
+    table: OutcomeTable,
+    emb: np.ndarray,
+    trained: tuple[Any, Any, Any, dict[str, float]],
+    config: Any,
+    *,
+    seed: int,
+    prices: Mapping[str, Mapping[str, float]],
+    embedder: Any = None,
+) -> tuple[dict[str, float], dict[str, Any]]:
+    """Train the decompose head of a policy trained on every item of `table` (`trained`:
+    `train_network`'s result, `config` its `LearnedConfig`) on `config.decompose.composites`
+    composites of those items (penalty 0: no interference), the planner the cheapest priced
+    model. Returns its metrics and what the checkpoint records of it (`composites`, by which
+    the runtime policy knows its head decides composites)."""
+    count = config.decompose.composites
+    composites = build_composites(table, range(table.n_items), count=count, seed=seed)
+    planner, price = planner_price(prices, None, table)
+    learned = LearnedComposite(config.to_dict(), embedder=embedder)
+    learned.method.adopt(table, emb, trained)
+    learned.fit_head(CompositeCosting(table, planner_price=price), range(table.n_items), composites, seed=seed)
+    metrics = {
+        k: v for k, v in learned.metrics.items() if k.startswith(("decompose", "loss/decompose", "time/decompose"))
+    }
+    return metrics, {"count": count, "planner": planner, "seed": seed, "penalty": 0.0}

@@ -44,6 +44,7 @@ class DecomposeConfig:
 
     __pydantic_config__ = STRICT_KEYS
 
+    composites: NonNegativeInt = 0  # train_policy: composites built from the items to train it on (0: none)
     epochs: Count = 40  # SFT passes over the decisions
     batch_size: Count = 256  # SFT minibatch
     lr: Positive = 3e-3  # AdamW learning rate (SFT)

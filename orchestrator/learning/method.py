@@ -24,6 +24,7 @@ import torch
 from orchestrator.configs import STRICT_KEYS, Count, NonNegative, from_mapping
 from orchestrator.learning.cascade import fit_gates, plan_cascade, run_cascade
 from orchestrator.learning.dataset import Embedder, PoolContext, default_embedder, encode, make_context
+from orchestrator.learning.decompose import DecomposeConfig
 from orchestrator.learning.ensemble import PolicyEnsemble, UnseenConfig, shares
 from orchestrator.learning.episode import EpisodeBatch, cost_ceiling, rollout
 from orchestrator.learning.features import answer_key, response_surface
@@ -64,6 +65,7 @@ class LearnedConfig:
     threads: Count = 1  # torch CPU threads (small MLPs: more threads mostly contend)
     holdout: HoldoutConfig = field(default_factory=HoldoutConfig)  # for an unseen pool: what training holds out
     unseen: UnseenConfig = field(default_factory=UnseenConfig)  # for an unseen pool: networks on shares of the items
+    decompose: DecomposeConfig = field(default_factory=DecomposeConfig)  # the decompose head on composites
 
     @classmethod
     def from_mapping(cls, config: Mapping[str, Any] | None) -> LearnedConfig:
@@ -155,6 +157,16 @@ class LearnedMethod:
             train, emb, config, seed=seed, unseen=probe is not None, prices=self._prices(),
             extra_records=self.extra_records, holdout=holdout,
         )  # fmt: skip
+
+    def adopt(
+        self, train: OutcomeTable, emb: np.ndarray, trained: tuple[Any, EpisodeBatch, PoolContext, dict[str, float]]
+    ) -> None:
+        """Take a network trained outside (`train_network`'s result on `train`, whose rows `emb`
+        embeds: what train_policy trains) as if `fit` had trained it."""
+        net, batch, context, metrics = trained
+        self.net, self.context, self.metrics = net, context, dict(metrics)
+        self._train, self._gates = (train, batch), {}
+        self._embedded[hash(tuple(train.prompts))] = emb
 
     def calibrate(self, probe: OutcomeTable) -> None:
         """Calibrate the fitted network on another probe of the same unseen pool (no new training:

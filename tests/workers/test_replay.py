@@ -93,3 +93,25 @@ def test_simulated_latency() -> None:
     assert 1 <= fallback <= 2
     with pytest.raises(ValueError, match="not off, recorded"):
         Latency.parse("gaussian:1")
+
+
+def test_a_whole_composite_call_answers_each_part_from_its_recording(store: replay.MemoryStore) -> None:
+    llm = LLMClient(EndpointConfig(model="replay/gpt-x"))
+    completion = llm.complete([{"role": "user", "content": "Answer each part: ..."}], item_ids=("demo.1", "demo.2"))
+    assert completion.text == "Part 1: 4\n\nPart 2: c-a-t"
+    assert completion.cost_usd == pytest.approx(0.0123 + 0.5)
+    assert completion.tokens_in == 14 and completion.tokens_out == 2
+    assert completion.recording is not None and completion.recording["score"] == 0.5
+    assert [p["score"] for p in completion.recording["parts"]] == [1.0, 0.0]
+    with pytest.raises(ProviderError) as caught:  # one part unrecorded: the whole call fails, naming it
+        llm.complete([{"role": "user", "content": "x"}], item_ids=("demo.1", "demo.9"))
+    assert caught.value.kind == "no_recording" and "'demo.9'" in caught.value.message
+
+
+def test_a_primitive_on_a_composite_node_keeps_each_parts_answer_and_score(store: replay.MemoryStore) -> None:
+    from workers.primitives import PrimitiveInput, run_primitive
+
+    llm = LLMClient(EndpointConfig(model="replay/gpt-x"))
+    envelope = run_primitive("cot", llm, PrimitiveInput(prompt="both", items=("demo.1",)))
+    assert envelope.status == "ok" and envelope.answer == "Part 1: 4"
+    assert envelope.artifacts["part_scores"] == [1.0] and envelope.artifacts["items"] == ["demo.1"]

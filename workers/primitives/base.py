@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from orchestrator.composite.items import composite_answer
 from orchestrator.envelope import Envelope
 from workers.llm import LLMClient, ProviderError
 
@@ -19,6 +20,7 @@ class PrimitiveInput:
 
     prompt: str
     item_id: str | None = None  # the recorded item, so replay can match it by id
+    items: tuple[str, ...] = ()  # a composite node solved whole: its recorded items, each answered by replay
     benchmark: str = ""
     context: str = ""  # long_context: the document to read
     tests: str = ""  # reflexion: unit tests the code must pass
@@ -49,21 +51,23 @@ def primitive(name: str, *, extract: Extract) -> Callable[[Body], Body]:
 
 def replayed(llm: LLMClient, name: str, task: PrimitiveInput) -> Envelope:
     """A recorded primitive run: the recording is the primitive's whole output."""
-    completion = llm.complete([{"role": "user", "content": task.prompt}], primitive=name, item_id=task.item_id)
+    messages = [{"role": "user", "content": task.prompt}]
+    completion = llm.complete(messages, primitive=name, item_id=task.item_id, item_ids=tuple(task.items))
     recording = completion.recording or {}
     output = completion.text
-    return Envelope(
-        status="ok",
-        output=output,
-        answer=EXTRACTORS[name](output) if output else None,
-        artifacts={
-            "replay": True,
-            "recorded_score": recording.get("score"),
-            "response_recorded": recording.get("response_recorded", bool(output)),
-            "source": recording.get("source"),
-            "item_id": recording.get("item_id"),
-        },
-    )
+    artifacts = {
+        "replay": True,
+        "recorded_score": recording.get("score"),
+        "response_recorded": recording.get("response_recorded", bool(output)),
+        "source": recording.get("source"),
+        "item_id": recording.get("item_id"),
+    }
+    answer = EXTRACTORS[name](output) if output else None
+    parts = recording.get("parts")
+    if parts:  # a composite node solved whole: each part's answer, as the primitive reads it
+        answer = composite_answer([EXTRACTORS[name](p["response"] or "") or "" for p in parts])
+        artifacts |= {"part_scores": [p["score"] for p in parts], "items": [p["item_id"] for p in parts]}
+    return Envelope(status="ok", output=output, answer=answer, artifacts=artifacts)
 
 
 def run_primitive(name: str, llm: LLMClient, task: PrimitiveInput, params: Params | None = None) -> Envelope:

@@ -5,6 +5,11 @@ and, optionally, the recorded item id. The recording is found by item id when gi
 else by the exact text of the last user message. It answers with the recorded
 response, usage and cost; the recorded score travels in `_hidden_params["replay"]`.
 With no recording it fails: replay never invents an answer.
+
+A call that takes a composite node whole names every part's item (`item_ids`): it answers
+each part with the model's recording of it, part by part, at the sum of their usage and
+cost, and fails if any part has none. That is the composite evaluation's assumption, no
+interference between parts answered in one call (`orchestrator.composite.items`).
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import litellm
 from litellm import CustomLLM
 from litellm.llms.custom_llm import CustomLLMError
 
+from orchestrator.composite.items import composite_answer
 from workers.replay.store import Recording, ReplayStore
 
 NO_RECORDING_STATUS = 404
@@ -91,8 +97,12 @@ class ReplayLLM(CustomLLM):
 
     def lookup(self, model: str, messages: list[dict[str, Any]], metadata: dict[str, Any]) -> Recording:
         primitive = str(metadata.get("primitive") or "direct")
-        item_id = metadata.get("item_id")
-        prompt = last_user_text(messages)
+        parts = [str(item) for item in metadata.get("item_ids") or ()]
+        if parts:
+            return compose([self._find(model, primitive, item, "") for item in parts])
+        return self._find(model, primitive, metadata.get("item_id"), last_user_text(messages))
+
+    def _find(self, model: str, primitive: str, item_id: str | None, prompt: str) -> Recording:
         recording = self.store.find(model, primitive, item_id=item_id, prompt=prompt)
         if recording is None:
             what = f"item {item_id!r}" if item_id is not None else f"this prompt ({prompt[:60]!r}…)"
@@ -121,6 +131,10 @@ class ReplayLLM(CustomLLM):
             "cost_usd": recording.cost_usd,
             "response_recorded": recording.response is not None,
         }
+        if recording.parts:
+            model_response._hidden_params["replay"]["parts"] = [
+                {"item_id": p.item_id, "score": p.score, "response": p.response} for p in recording.parts
+            ]
         return model_response
 
     def completion(self, model: str, messages: list[Any], *args: Any, **kwargs: Any) -> Any:
@@ -138,6 +152,26 @@ class ReplayLLM(CustomLLM):
         if delay > 0:
             await asyncio.sleep(delay)
         return self._respond(recording, kwargs["model_response"])
+
+
+def compose(parts: list[Recording]) -> Recording:
+    """One answer to several recorded parts: each part's response in turn, their usage and
+    cost summed (unknown if any part's is), the mean of their scores."""
+    costs = [p.cost_usd for p in parts]
+    latencies = [p.latency_s for p in parts]
+    return Recording(
+        source=parts[0].source,
+        item_id=",".join(p.item_id for p in parts),
+        model=parts[0].model,
+        primitive=parts[0].primitive,
+        response=composite_answer([p.response or "" for p in parts]),
+        score=sum(p.score for p in parts) / len(parts),
+        prompt_tokens=sum(p.prompt_tokens for p in parts),
+        completion_tokens=sum(p.completion_tokens for p in parts),
+        cost_usd=None if any(c is None for c in costs) else sum(c for c in costs if c is not None),
+        latency_s=None if any(t is None for t in latencies) else max(t for t in latencies if t is not None),
+        parts=tuple(parts),
+    )
 
 
 def _metadata(kwargs: dict[str, Any]) -> dict[str, Any]:

@@ -24,6 +24,7 @@ class Recording:
     completion_tokens: int
     cost_usd: float | None
     latency_s: float | None
+    parts: tuple[Recording, ...] = ()  # a composite answered whole: the recordings of its parts
 
 
 def recording_from(record: OutcomeRecord) -> Recording:
