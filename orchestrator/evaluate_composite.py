@@ -53,6 +53,7 @@ ASSUMPTIONS = (
     "(4 characters a token) at the planner model's prices."
 )
 DECISION_LAMBDAS = (0.0, 0.1, 1.0)  # where the sensitivity table shows the deciders' decompose rates
+RATE_LAMBDAS = (0.0, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0)  # the decompose rate by λ, at the main penalty
 METHODS = (*BASELINES, "learned")
 
 
@@ -61,8 +62,7 @@ def make_method(name: str, args: argparse.Namespace) -> CompositeMethod:
         return BASELINES[name]()
     from orchestrator.composite.learned import LearnedComposite  # torch: only when asked for
 
-    config = json.loads(args.learned_config.read_text()) if args.learned_config else None
-    return LearnedComposite(config)
+    return LearnedComposite(args.learned)
 
 
 def parse_args(argv: Sequence[str] | None) -> tuple[argparse.ArgumentParser, argparse.Namespace]:
@@ -91,6 +91,16 @@ def parse_args(argv: Sequence[str] | None) -> tuple[argparse.ArgumentParser, arg
     if unknown or not names:
         parser.error(f"unknown method(s) {', '.join(unknown) or '(none given)'}; choose from {', '.join(METHODS)}")
     args.method_names = names
+    args.learned = None
+    if "learned" in names:
+        from orchestrator.learning.method import LearnedConfig  # torch: only when asked for
+
+        try:
+            args.learned = LearnedConfig.from_mapping(
+                cli.read_config(args.learned_config, "--learned-config")
+            ).to_dict()
+        except cli.INPUT_ERRORS as error:
+            parser.error(str(error))
     args.penalties = [args.penalty]
     if args.sensitivity:
         try:
@@ -150,9 +160,14 @@ def evaluate_seed(table: OutcomeTable, args: argparse.Namespace, prices: dict[st
             frontier = [(p["cost"], p["score"]) for p in points]
             best = max(points, key=lambda p: (p["score"], -p["cost"]))
             methods[name] = {"aiq": metrics.aiq(frontier, (lo, hi)), "best": best, "points": points}
-            fit = getattr(method, "metrics", None)  # the learned method's training figures
-            if isinstance(fit, dict):
-                methods[name]["fit"] = dict(fit)
+            if name == "learned":  # its training figures, and its decisions on the test composites
+                from orchestrator.composite.learned import decision_agreement
+
+                methods[name]["fit"] = dict(getattr(method, "metrics", {}))
+                methods[name]["decisions"] = {
+                    str(lam): decision_agreement(method, test, lam=lam)  # type: ignore[arg-type]
+                    for lam in DECISION_LAMBDAS
+                }
         result["penalties"][str(penalty)] = {"cost_range": [lo, hi], "methods": methods}
     kinds = {kind: sum(c.kind == kind for c in test) for kind in (SAME_DOMAIN, MIXED_DOMAIN)}
     result["test"] = {
@@ -185,6 +200,7 @@ def report(results: list[dict[str, Any]], args: argparse.Namespace) -> str:
         best = {key: np.mean([m["best"][key] for m in rows]) for key in ("score", "cost", "decompose_rate")}
         aiq = mean_sd([m["aiq"] for m in rows])
         lines.append(f"| {name} | {aiq} | {best['score']:.4f} | ${best['cost']:.3e} | {best['decompose_rate']:.2f} |")
+    lines += rates_by_lambda(results, args)
     if len(args.penalties) > 1:
         lines += [
             "",
@@ -192,6 +208,33 @@ def report(results: list[dict[str, Any]], args: argparse.Namespace) -> str:
         ]
         lines += sensitivity(results, args)
     return "\n".join(lines)
+
+
+def rates_by_lambda(results: list[dict[str, Any]], args: argparse.Namespace) -> list[str]:
+    """How often each method that chooses decomposes, same-domain / mixed-domain, by λ; and how
+    often the learned head's decisions on the test composites were the better option."""
+    deciders = [n for n in ("decide_mf", "learned") if n in args.method_names]
+    if not deciders:
+        return []
+    head = "| method | " + " | ".join(f"λ={lam:g}" for lam in RATE_LAMBDAS) + " |"
+    lines = ["", "Decompose rate by λ (same-domain / mixed-domain composites, seed means):", "", head]
+    lines.append("|---" * (1 + len(RATE_LAMBDAS)) + "|")
+    for name in deciders:
+        at = [r["penalties"][str(args.penalty)]["methods"][name] for r in results]
+        cells = []
+        for lam in RATE_LAMBDAS:
+            points = [point_at(m["points"], lam) for m in at]
+            same, mixed = (np.mean([p[f"decompose_rate_{k}"] for p in points]) for k in (SAME_DOMAIN, MIXED_DOMAIN))
+            cells.append(f"{same:.2f} / {mixed:.2f}")
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    if "learned" in args.method_names:
+        at = [r["penalties"][str(args.penalty)]["methods"]["learned"]["decisions"] for r in results]
+        agree = ", ".join(f"{np.mean([d[str(lam)] for d in at]):.2f} at λ={lam:g}" for lam in DECISION_LAMBDAS)
+        lines += [
+            "",
+            f"learned: its decisions on test composites take the option worth more under its routes: {agree}.",
+        ]
+    return lines
 
 
 def sensitivity(results: list[dict[str, Any]], args: argparse.Namespace) -> list[str]:

@@ -295,6 +295,20 @@ class LearnedComposite:
         return Choices(solve, pairs, split)
 
 
+def decision_agreement(learned: LearnedComposite, composites: Sequence[Composite], *, lam: float) -> float:
+    """The share of the composite nodes with a choice (some pair recorded on all their items)
+    where the head decided for the option worth more under the policy's own routes at λ (a
+    tie is one call's): on test composites, where nothing was fit."""
+    choices = learned.choices(composites, knob=lam)
+    best: dict[str, bool] = {}
+    agree = []
+    for c in nodes_of(composites):
+        split, whole = learned._options(c, choices, lam, best)
+        if whole is not None:
+            agree.append((split > whole) == choices.split[c.key])
+    return float(np.mean(agree)) if agree else float("nan")
+
+
 def _decided(c: Composite, split: Mapping[str, bool]) -> set[str]:
     """The nodes whose decision a plan of `c` under `split` actually reads."""
     out = {c.key}

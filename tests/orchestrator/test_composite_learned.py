@@ -89,3 +89,38 @@ def test_the_core_engine_carries_out_the_plans_the_batched_choices_make(fitted, 
     assert core == batched
     assert any(isinstance(p, Delegate) for p in core) and any(isinstance(p, Decompose) for p in core)
     assert any(isinstance(part, Delegate | Decompose) for p in core if isinstance(p, Decompose) for part in p.parts)
+
+
+def test_the_evaluation_reports_the_learned_policys_rates_and_decisions(tmp_path, capsys) -> None:
+    import json
+
+    from orchestrator.evaluate_composite import main
+    from tests.orchestrator.synthetic import record, write
+
+    records = [
+        record(f"{k}", model, score, 0.1 if model != "m2" else 2.0, domain="math" if k % 2 == 0 else "code",
+               split="test" if k % 4 in (0, 1) else "train", prompt=f"{'math' if k % 2 == 0 else 'code'} task {k}")
+        for k in range(40)
+        for model, score in (("m0", float(k % 2 == 0)), ("m1", float(k % 2 == 1)), ("m2", 1.0))
+    ]  # fmt: skip
+    path = write(tmp_path / "synth.jsonl", records)
+    prices = tmp_path / "prices.json"
+    prices.write_text(json.dumps({"m0": {"input_per_mtok": 0.1, "output_per_mtok": 0.1}}))
+    config = tmp_path / "small.json"
+    config.write_text(json.dumps({**SMALL, "decompose": {"epochs": 20, "rl_iterations": 2}}))
+    argv = ["--outcomes", str(path), "--prices", str(prices), "--seeds", "0", "--train-count", "30",
+            "--test-count", "20", "--methods", "decide_mf,learned", "--learned-config", str(config),
+            "--json", str(tmp_path / "out.json")]  # fmt: skip
+    assert main(argv) == 0
+    printed = capsys.readouterr().out
+    assert "| learned |" in printed and "Decompose rate by λ" in printed
+    assert "learned: its decisions on test composites take the option worth more" in printed
+    saved = json.loads((tmp_path / "out.json").read_text())["seeds"][0]["penalties"]["0.0"]["methods"]["learned"]
+    assert set(saved["decisions"]) == {"0.0", "0.1", "1.0"} and "decompose/agreement" in saved["fit"]
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"decompose": {"epochs": 0, "nope": 1}}))
+    with pytest.raises(SystemExit) as exit_:
+        main([*argv[:-2], "--learned-config", str(bad)])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert "decompose.nope: not a known option" in err and "decompose.epochs" in err
