@@ -57,13 +57,17 @@ class PlanError(ValueError):
     """The model's plan is not valid; the message says why, for the repair prompt."""
 
 
-def plan_messages(task: str) -> list[dict[str, str]]:
-    return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": f"Task:\n{task}"}]
+def plan_messages(task: str, feedback: str = "") -> list[dict[str, str]]:
+    """The planner's prompt; after a replan, with what went wrong with the last plan."""
+    user = f"Task:\n{task}"
+    if feedback:
+        user += f"\n\nAn earlier plan for this task failed: {feedback}\nPlan differently."
+    return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
 
 
-def repair_messages(task: str, reply: str, error: str) -> list[dict[str, str]]:
+def repair_messages(task: str, reply: str, error: str, feedback: str = "") -> list[dict[str, str]]:
     return [
-        *plan_messages(task),
+        *plan_messages(task, feedback),
         {"role": "assistant", "content": reply},
         {"role": "user", "content": f"That plan is not valid: {error}\nReply with corrected JSON only."},
     ]

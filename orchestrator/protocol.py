@@ -8,7 +8,10 @@ pair that is not admissible, is a counted protocol violation and is never execut
 Actions, beyond the first five (Solve, Decompose, Aggregate, Repair, Finish):
 `Plan(node, pair)` asks the planner (itself a model call, run by a worker like any
 attempt) for a subtask DAG, which a later `Decompose` applies; `Wait()` ends the policy's
-turn while attempts are in flight.
+turn while attempts are in flight. For recovery: `Cancel(node)` stops a node and its
+subtree (what is queued is never sent; a call already running is left to finish and its
+answer dropped), and `Replan(node, feedback)` discards a decomposed node's parts, once none
+of them is in flight, and makes it ready again, with the feedback a new plan should heed.
 """
 
 from __future__ import annotations
@@ -114,6 +117,20 @@ class Observation:
     def admissible(self, ref: PairRef) -> bool:
         return any(pair.ref == ref for pair in self.pairs)
 
+    def parts(self, key: str) -> list[NodeView]:
+        """The node's children in its current decomposition (a replan starts a new round; the
+        earlier rounds' parts stay in the tree as they ended)."""
+        node = self.node(key)
+        round_ = int(node.metadata.get("replans", 0)) if node is not None else 0
+        return [n for n in self.nodes if n.parent == key and int(n.metadata.get("round", 0)) == round_]
+
+    def under(self, key: str) -> list[NodeView]:
+        """Every node below `key`, depth first."""
+        out: list[NodeView] = []
+        for child in (n for n in self.nodes if n.parent == key):
+            out += [child, *self.under(child.key)]
+        return out
+
 
 @dataclass(frozen=True)
 class SubtaskSpec:
@@ -172,6 +189,24 @@ class Accept:
 
 
 @dataclass(frozen=True)
+class Cancel:
+    """Stop a node and everything under it: its queued attempts are never sent, a running
+    one is left to finish and its answer dropped; dependents are skipped."""
+
+    node: str
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class Replan:
+    """Discard a decomposed node's parts (none may be in flight: cancel them first) and make
+    it ready again, to be planned anew with `feedback` or solved directly."""
+
+    node: str
+    feedback: str = ""
+
+
+@dataclass(frozen=True)
 class Finish:
     answer: str
 
@@ -181,7 +216,7 @@ class Wait:
     pass
 
 
-Action = Solve | Repair | Plan | Decompose | Aggregate | Accept | Finish | Wait
+Action = Solve | Repair | Plan | Decompose | Aggregate | Accept | Cancel | Replan | Finish | Wait
 
 
 class ProtocolViolation(ValueError):
@@ -194,11 +229,25 @@ def check_action(action: object, observation: Observation, *, max_subtasks: int 
         if isinstance(action, Finish) and not isinstance(action.answer, str):
             raise ProtocolViolation("finish needs a text answer")
         return action
-    if not isinstance(action, Solve | Repair | Plan | Decompose | Aggregate | Accept):
+    if not isinstance(action, Solve | Repair | Plan | Decompose | Aggregate | Accept | Cancel | Replan):
         raise ProtocolViolation(f"{type(action).__name__} is not an action")
     node = observation.node(action.node)
     if node is None:
         raise ProtocolViolation(f"there is no node {action.node!r}")
+    if isinstance(action, Cancel):
+        if node.kind == "root":
+            raise ProtocolViolation("the root is not cancelled: finish the run, or replan it")
+        if node.status in {"succeeded", "failed", "skipped", "cancelled"}:
+            raise ProtocolViolation(f"node {node.key!r} is {node.status}; there is nothing to cancel")
+        return action
+    if isinstance(action, Replan):
+        parts = observation.parts(node.key)
+        if node.kind == "aggregate" or node.status != "running" or not parts:
+            raise ProtocolViolation(f"node {node.key!r} is not decomposed: there is nothing to replan")
+        busy = [n.key for p in parts for n in (p, *observation.under(p.key)) if n.in_flight and n.status != "cancelled"]
+        if busy:
+            raise ProtocolViolation(f"node {node.key!r} has parts in flight ({', '.join(busy)}): cancel them first")
+        return action
     if isinstance(action, Accept):
         if node.status != "answered":
             raise ProtocolViolation(f"node {node.key!r} is {node.status}; only an answered node accepts an answer")

@@ -63,6 +63,7 @@ class NodeCreated(Payload):
     depends_on: list[str] = Field(description="keys of the siblings it waits for")
     status: str
     item_id: str | None = Field(description="the recorded item it is, if any")
+    round: int = Field(0, description="its parent's decomposition round (after a replan; 0 is the first)")
 
 
 class NodeStatusChanged(Payload):
@@ -73,7 +74,7 @@ class NodeStatusChanged(Payload):
     attempt: int | None = Field(None, description="succeeded or answered: the number of the attempt that answered")
     accepted: bool | None = Field(None, description="succeeded: the policy accepted this answer among the node's")
     aggregated: int | None = Field(None, description="succeeded aggregate: how many answers it composed")
-    reason: str | None = Field(None, description="failed or skipped: why")
+    reason: str | None = Field(None, description="failed, skipped or cancelled: why")
     planned: int | None = Field(None, description="ready after planning: the subtasks planned")
     plan_failed: str | None = Field(None, description="ready after a failed planning attempt: its error")
     after_failure: str | None = Field(None, description="ready or answered again after a failed attempt: its error")
@@ -90,6 +91,14 @@ class Subtask(Payload):
 class NodeDecomposed(Payload):
     key: str
     subtasks: list[Subtask]
+
+
+class NodeReplanned(Payload):
+    """A decomposed node's round closed (its unfinished parts cancelled): it is planned anew."""
+
+    key: str
+    feedback: str = Field(description="what went wrong with its parts, for the next plan")
+    replans: int = Field(description="how many times the node was replanned")
 
 
 class BestOfCandidate(Payload):
@@ -203,6 +212,11 @@ class NodeDecomposedEvent(EventMessage):
     payload: NodeDecomposed
 
 
+class NodeReplannedEvent(EventMessage):
+    type: Literal["node.replanned"]
+    payload: NodeReplanned
+
+
 class NodeNotedEvent(EventMessage):
     type: Literal["node.noted"]
     payload: NodeNoted
@@ -225,14 +239,15 @@ class ProtocolViolationEvent(EventMessage):
 
 MESSAGES: list[type[EventMessage]] = [
     RunCreatedEvent, RunStartedEvent, RunFinishedEvent, RunVerifiedEvent, NodeCreatedEvent, NodeStatusChangedEvent,
-    NodeDecomposedEvent, NodeNotedEvent, AttemptQueuedEvent, AttemptFinishedEvent, ProtocolViolationEvent,
+    NodeDecomposedEvent, NodeReplannedEvent, NodeNotedEvent, AttemptQueuedEvent, AttemptFinishedEvent,
+    ProtocolViolationEvent,
 ]  # fmt: skip
 
 # One message of /ws/runs/<id>/: which one, its `type` says.
 RunEventMessage = Annotated[
     RunCreatedEvent | RunStartedEvent | RunFinishedEvent | RunVerifiedEvent | NodeCreatedEvent
-    | NodeStatusChangedEvent | NodeDecomposedEvent | NodeNotedEvent | AttemptQueuedEvent | AttemptFinishedEvent
-    | ProtocolViolationEvent,
+    | NodeStatusChangedEvent | NodeDecomposedEvent | NodeReplannedEvent | NodeNotedEvent | AttemptQueuedEvent
+    | AttemptFinishedEvent | ProtocolViolationEvent,
     Field(discriminator="type"),
 ]  # fmt: skip
 

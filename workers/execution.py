@@ -33,7 +33,9 @@ _lock = threading.Lock()
 _store: DatabaseStore | None = None
 _pool: tuple[int, ThreadPoolExecutor] | None = None  # (pid, pool): a forked child makes its own
 
-INPUT_FIELDS = ("prompt", "item_id", "items", "benchmark", "context", "tests", "entry_point", "candidate", "tools")
+INPUT_FIELDS = (
+    "prompt", "item_id", "items", "benchmark", "context", "tests", "entry_point", "candidate", "tools", "feedback",
+)  # fmt: skip
 
 
 def ensure_replay() -> DatabaseStore:

@@ -48,3 +48,39 @@ describe("RunTreeView outline", () => {
     expect(root.textContent).toContain("Part 2");
   });
 });
+
+describe("RunTreeView recovery", () => {
+  it("marks a replanned node, its cancelled parts and the parts of its earlier plan", () => {
+    seq = 0;
+    const node = (key: string, parent: string | null, round = 0) =>
+      e("node.created", {
+        key,
+        kind: parent ? "subtask" : "root",
+        text: `text of ${key}`,
+        depth: parent ? 1 : 0,
+        parent,
+        status: "ready",
+        item_id: null,
+        depends_on: [],
+        ...(round ? { round } : {}),
+      });
+    const tree = applyEvents(emptyTree({ id: 1 }), [
+      node("root", null),
+      e("node.decomposed", { key: "root", subtasks: [] }),
+      node("root.a", "root"),
+      node("root.b", "root"),
+      e("node.succeeded", { key: "root.a", answer: "5" }),
+      e("node.cancelled", { key: "root.b", reason: "root.c failed: root is replanned" }),
+      e("node.replanned", { key: "root", feedback: "part c failed: bad_request", replans: 1 }),
+      node("root.a_r1", "root", 1),
+    ]);
+    render(<RunTreeView tree={tree} mode="outline" />);
+    const rows = new Map(screen.getAllByTestId("tree-node").map((row) => [row.dataset.key, row]));
+    expect(rows.get("root")!.className).toContain("replanned");
+    expect(screen.getByTestId("replanned").getAttribute("title")).toBe("Replanned: part c failed: bad_request");
+    expect(rows.get("root.b")!.className).toContain("st-cancelled");
+    for (const key of ["root.a", "root.b"]) expect(rows.get(key)!.className).toContain("superseded");
+    expect(rows.get("root.a_r1")!.className).not.toContain("superseded");
+    expect(screen.getAllByTestId("earlier-round")).toHaveLength(2);
+  });
+});

@@ -62,7 +62,7 @@ def calls(node: NodeState) -> tuple[tuple[int, ...], int]:
 def plan_of(state: RunState, node: NodeState, c: Composite) -> Plan:
     """The plan a run's node carried out for composite `c`: solved whole, or split into its
     parts (each an item's calls, or a nested part's own plan)."""
-    children = [n for n in state.children(node) if n.kind == "subtask"]
+    children = [n for n in state.parts(node) if n.kind == "subtask"]
     if not children:
         tried, final = calls(node)
         return Delegate(final, tried)

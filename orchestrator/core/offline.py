@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -42,6 +42,12 @@ class Recording:
     tokens_in: int = 0
     tokens_out: int = 0
     latency_s: float = 0.0
+
+
+class Executor(Protocol):
+    def execute(self, attempt: AttemptState) -> float:
+        """Finish the attempt (its status, envelope, cost); return its latency in seconds."""
+        ...
 
 
 class RecordedExecutor:
@@ -101,7 +107,7 @@ def run_offline(
     spec: RunSpec,
     policy: Policy,
     pairs: tuple[Pair, ...],
-    executor: RecordedExecutor,
+    executor: Executor,
     *,
     root_metadata: Mapping[str, Any] | None = None,
     max_steps: int = MAX_STEPS,

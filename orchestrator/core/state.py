@@ -131,6 +131,19 @@ class RunState:
     def children(self, node: NodeState) -> list[NodeState]:
         return [n for n in self.nodes if n.parent == node.key]
 
+    def parts(self, node: NodeState) -> list[NodeState]:
+        """The node's children in its current decomposition: a replan starts a new round, and
+        the earlier rounds' parts stay in the tree as they ended (or cancelled)."""
+        round_ = int(node.metadata.get("replans", 0))
+        return [n for n in self.children(node) if int(n.metadata.get("round", 0)) == round_]
+
+    def under(self, node: NodeState) -> list[NodeState]:
+        """Every node below `node`, depth first."""
+        out: list[NodeState] = []
+        for child in self.children(node):
+            out += [child, *self.under(child)]
+        return out
+
     def dependencies(self, node: NodeState) -> list[NodeState]:
         by_key = {n.key: n for n in self.nodes}
         return [by_key[key] for key in node.depends_on]
@@ -141,7 +154,8 @@ class RunState:
 
     @property
     def in_flight(self) -> bool:
-        return any(attempt.in_flight for attempt in self.attempts())
+        """An attempt in flight whose answer still counts (a cancelled node's is dropped)."""
+        return any(a.in_flight for node in self.nodes if node.status != "cancelled" for a in node.attempts)
 
     def emit(self, type: str, **payload: Any) -> dict[str, Any]:
         """Record an event; the shell writes the events in order when the step ends."""

@@ -132,6 +132,13 @@ def decide(state: RunState, policy: Policy, pairs: tuple[Pair, ...], now: dateti
             end(state, "succeeded", "finished", now, answer=root.answer)
         elif root.status in DONE_BADLY:
             end(state, "failed", f"the task failed: {root.output or root.status}", now)
+        elif (part := next((n for n in state.nodes if n.status == "failed"), None)) is not None:
+            end(
+                state,
+                "failed",
+                f"the task failed: {part.key} failed, and the policy did not recover: {part.output}",
+                now,
+            )
         else:
             end(state, "failed", "no progress: the policy chose nothing and no attempt is in flight", now)
 
@@ -183,19 +190,27 @@ def partial_answer(state: RunState) -> str:
 
 
 def composite_scores(state: RunState) -> tuple[list[float], int] | None:
-    """(the recorded scores known, how many items) of a composite task: each item's from its
-    own node, or from the call that answered a node holding it whole; None before any node
-    took an item (a run that ended before it split or solved anything)."""
+    """(the recorded scores known, how many items) of a composite task, down its current tree:
+    a node answered whole gives its parts' scores, a split one its current parts', an item
+    its own; None before any node took an item (a run that ended before it did anything)."""
     known: list[float] = []
     took = False
-    for node in state.nodes:
-        if node.kind == "subtask" and node.metadata.get("item_id"):
+
+    def walk(node: NodeState) -> None:
+        nonlocal took
+        if node.status == "succeeded" and node.verification.get("part_scores") is not None:
+            took = True
+            known.extend(float(s) for s in node.verification["part_scores"])
+        elif node.kind == "subtask" and node.metadata.get("item_id"):
             took = True
             score = node.verification.get("recorded_score") if node.status == "succeeded" else None
             known.extend([float(score)] if score is not None else [])
-        elif node.status == "succeeded" and node.verification.get("part_scores") is not None:
-            took = True
-            known.extend(float(s) for s in node.verification["part_scores"])
+        else:
+            for part in state.parts(node):
+                walk(part)
+
+    if state.root is not None:
+        walk(state.root)
     return (known, len(leaves(state.spec.task_metadata["items"]))) if took else None
 
 

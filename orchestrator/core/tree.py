@@ -23,6 +23,7 @@ def node_created(state: RunState, node: NodeState) -> None:
         "node.created", key=node.key, kind=node.kind, text=node.text[:TEXT_IN_EVENTS], depth=node.depth,
         parent=node.parent, depends_on=list(node.depends_on), status=node.status,
         item_id=node.metadata.get("item_id"),
+        **({"round": node.metadata["round"]} if node.metadata.get("round") else {}),
     )  # fmt: skip
 
 
@@ -31,8 +32,8 @@ def absorb(state: RunState, *, reviews: bool) -> None:
     answer leaves its node `answered` (the policy accepts one, or asks for a second
     opinion); else the node succeeds with it."""
     for node in state.nodes:
-        if node.status != "running" or not node.attempts or node.in_flight or state.children(node):
-            continue  # a decomposed node waits on its children, not on its (planning) attempt
+        if node.status != "running" or not node.attempts or node.in_flight or state.parts(node):
+            continue  # a decomposed node waits on its parts, not on its (planning) attempt
         last = node.attempts[-1]
         if last.primitive == "plan":
             _absorb_plan(state, node, last)
@@ -97,14 +98,10 @@ def propagate(state: RunState) -> None:
                     set_status(state, node, "ready")
                     changed = True
             elif node.status == "running" and not node.in_flight:
-                aggregate = next((c for c in state.children(node) if c.kind == "aggregate"), None)
-                if aggregate is None:
-                    continue
-                if aggregate.status == "succeeded":
+                # A part that failed leaves its node running: the policy repairs or replans it
+                # (the run ends failed only if it does neither).
+                aggregate = next((c for c in state.parts(node) if c.kind == "aggregate"), None)
+                if aggregate is not None and aggregate.status == "succeeded":
                     node.answer, node.verification = aggregate.answer, aggregate.verification
                     set_status(state, node, "succeeded", answer=node.answer[:TEXT_IN_EVENTS])
-                    changed = True
-                elif aggregate.status in DONE_BADLY:
-                    node.output = f"subtasks did not complete (aggregate {aggregate.status})"
-                    set_status(state, node, "failed", reason=node.output)
                     changed = True

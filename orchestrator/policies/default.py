@@ -27,13 +27,15 @@ from typing import Any
 
 import numpy as np
 
-from orchestrator.composite.items import node_items, subtasks
+from orchestrator.composite.items import node_items, recorded_pairs, subtasks
+from orchestrator.core.actions import part_label
 from orchestrator.envelope import TRANSIENT_ERRORS
 from orchestrator.policies import register
 from orchestrator.policies.best_of import Embedder, PlanScorer, best_of_note
 from orchestrator.protocol import (
     Action,
     Aggregate,
+    Cancel,
     Decompose,
     Finish,
     NodeView,
@@ -42,9 +44,12 @@ from orchestrator.protocol import (
     PairRef,
     Plan,
     Repair,
+    Replan,
     Solve,
     Wait,
 )
+
+MAX_REPLANS = 1  # new plans of a decomposed task after its first; then it is solved directly
 
 
 @dataclass(frozen=True)
@@ -88,28 +93,74 @@ class DefaultPolicy:
         root = observation.root
         if root.status == "succeeded":
             return Finish(root.answer or "")
+        recovery = self.recover(observation)
+        if recovery is not None:
+            return recovery
         for node in observation.nodes:
             action = self._act_on(node, observation)
             if action is not None:
                 return action
         return Wait()
 
+    # --- recovery ---
+
+    def recover(self, observation: Observation) -> Action | None:
+        """A decomposed node one of whose parts is lost (failed after its repairs, or left with
+        no pair to try): its parts still in flight are cancelled at once, without waiting for
+        them, then the node is replanned: planned anew with what went wrong (`MAX_REPLANS`
+        times), after that solved directly. The deepest such node first."""
+        for node in reversed(observation.nodes):
+            if node.status != "running":
+                continue
+            parts = observation.parts(node.key)
+            lost = [p for p in parts if self.lost(p, observation)]
+            if not lost:
+                continue
+            busy = [
+                p for p in parts
+                if p.status != "cancelled" and (p.in_flight or any(n.in_flight for n in observation.under(p.key)))
+            ]  # fmt: skip
+            if busy:
+                return Cancel(busy[0].key, reason=f"{lost[0].key} failed: {node.key} is replanned")
+            told = [p for p in lost if p.kind != "aggregate"] or lost  # an aggregate skipped says nothing more
+            return Replan(node.key, feedback="; ".join(failure(p) for p in told))
+        return None
+
+    def lost(self, node: NodeView, observation: Observation) -> bool:
+        """A part that will not succeed as things stand: failed (or skipped, an aggregate whose
+        part failed), or ready after failed attempts with no pair left to try."""
+        if node.status == "failed" or (node.kind == "aggregate" and node.status == "skipped"):
+            return True
+        stuck = node.status == "ready" and not node.in_flight and node.attempts
+        return bool(stuck) and self._solve(node, observation) is None
+
     def _act_on(self, node: NodeView, observation: Observation) -> Action | None:
         if node.status != "ready" or node.in_flight:
             return None
         if node.kind == "aggregate":
-            return Aggregate(node.key)
+            return self._aggregate(node, observation)
         items = node_items(node, observation)
-        if items:
+        replans = int(node.metadata.get("replans", 0))
+        if items and not replans:  # after a replan, a composite's own parts are not a new plan
             return Decompose(node.key, subtasks(items))
-        if node.kind == "root" and observation.decomposable:
+        if node.kind == "root" and observation.decomposable and not items:
             if node.plan is not None:
                 return Decompose(node.key, node.plan)
-            if not node.plan_failed and not node.attempts:
+            if not node.plan_failed and not node.attempts and replans <= MAX_REPLANS:
                 planner = self._planner(observation)
                 if planner is not None:
                     return Plan(node.key, planner)
         return self._solve(node, observation)
+
+    def _aggregate(self, node: NodeView, observation: Observation) -> Action:
+        """Compose the parts' answers: with a model (the cheapest admissible `aggregate` pair),
+        except for a composite of recorded items, whose answer stays part by part."""
+        parent = observation.node(node.parent or "")
+        composite = parent is not None and bool(node_items(parent, observation))
+        pairs = [] if composite else self._candidates(node, observation)
+        if not pairs or node.attempts:
+            return Aggregate(node.key)  # no model for it, or its call failed: compose them as they are
+        return Solve(node.key, pairs[0])
 
     def _solve(self, node: NodeView, observation: Observation) -> Action | None:
         candidates = self._candidates(node, observation)
@@ -129,16 +180,20 @@ class DefaultPolicy:
         return Repair(node.key, untried[0]) if untried else None
 
     def _candidates(self, node: NodeView, observation: Observation) -> list[PairRef]:
-        """Admissible pairs in order of preference; for a recorded item or prompt, recorded pairs."""
-        recorded = node.metadata.get("recorded_pairs")
+        """Admissible pairs in order of preference; for a recorded item or prompt, recorded pairs
+        (for a composite node, the pairs recorded on all its items). An aggregate node is
+        solved only by `aggregate` pairs, any other node by neither them nor `plan` pairs."""
+        items = node_items(node, observation)
+        recorded = recorded_pairs(items) if items else node.metadata.get("recorded_pairs")
         allowed = list(observation.pairs)
         if recorded is not None:
             # On replay, only a pair with a recording can answer; if none is admissible here,
             # try the others anyway, so the run fails with replay's own clear error.
             allowed = [p for p in allowed if [p.model.removeprefix("replay/"), p.ref.primitive] in recorded] or allowed
-        if node.kind != "aggregate":
-            # Planning is not a way to solve a node.
-            allowed = [pair for pair in allowed if pair.ref.primitive != "plan"]
+        if node.kind == "aggregate":
+            allowed = [pair for pair in allowed if pair.ref.primitive == "aggregate"]
+        else:  # planning, or composing answers, is not a way to solve a node
+            allowed = [pair for pair in allowed if pair.ref.primitive not in ("plan", "aggregate")]
         by_ref = {pair.ref: pair for pair in allowed}
         preferred = [PairRef(e, p) for e, p in self.config.pairs if PairRef(e, p) in by_ref]
         rest = sorted((p for p in allowed if p.ref not in preferred), key=lambda p: (_price(p), p.ref.endpoint_id))
@@ -172,6 +227,12 @@ class DefaultPolicy:
                 return ref
         planners = [pair.ref for pair in observation.pairs if pair.ref.primitive == "plan"]
         return planners[0] if planners else None
+
+
+def failure(node: NodeView) -> str:
+    """What went wrong with a part, for the planner's next try."""
+    kinds = ", ".join(sorted({a.error_kind or a.status for a in node.attempts if a.status != "ok"})) or node.status
+    return f"part {part_label(node.key)} ({node.text[:200]!r}) failed: {kinds}"
 
 
 @register("default")

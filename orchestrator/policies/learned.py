@@ -217,13 +217,15 @@ class LearnedPolicy(DefaultPolicy):
 
     def _act_on(self, node: NodeView, observation: Observation) -> Action | None:
         items = node_items(node, observation)
-        if items and node.status == "answered" and not node.in_flight:
-            # Solved whole by one pair: its answer, part by part (no second opinion on a whole).
+        if (items or node.kind == "aggregate") and node.status == "answered" and not node.in_flight:
+            # A composite solved whole (its answer part by part), or the parts' answers composed
+            # by a model: taken as they are, with no second opinion.
             return Accept(node.key, max(a.number for a in node.attempts if a.status == "ok"))
         if node.status == "answered" and not node.in_flight:
             return self._review(node, observation)
         fresh = node.status == "ready" and not node.in_flight and not node.attempts
-        if items and fresh and self.loaded.decides_composites:
+        replanned = bool(node.metadata.get("replans"))
+        if items and fresh and self.loaded.decides_composites and not replanned:
             return self._composite(node, observation, items)
         plain_task = not observation.task_metadata.get("items") and node.plan is None
         fresh_root = node.kind == "root" and node.status == "ready" and not node.in_flight and not node.attempts
@@ -265,6 +267,11 @@ class LearnedPolicy(DefaultPolicy):
         return refs[int(total.argmax())]
 
     def _solve(self, node: NodeView, observation: Observation) -> Action | None:
+        items = node_items(node, observation)
+        if items and not node.attempts:  # a composite solved whole: the pair worth most on all its parts
+            pair = self.delegate_pair(items, observation)
+            if pair is not None:
+                return Solve(node.key, pair)
         last = node.last_attempt
         if last is not None and last.error_kind in TRANSIENT_ERRORS:
             same_pair_tries = sum(1 for a in node.attempts if a.pair == last.pair)

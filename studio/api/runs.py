@@ -123,6 +123,11 @@ class NodeOut(Schema):
     best_of: dict[str, Any] | None = Field(
         None, description="best-of-N: the candidates OrchRM scored, their rewards and the chosen index"
     )
+    replans: int = Field(0, description="how many times this decomposed node was replanned")
+    replan_feedback: str = Field("", description="what went wrong with its last decomposition")
+    round: int = Field(
+        0, description="the decomposition round of its parent this node belongs to; an earlier one was replanned"
+    )
     tokens_in: int
     tokens_out: int
     cost_usd: float
@@ -153,6 +158,18 @@ class NodeOut(Schema):
     @staticmethod
     def resolve_best_of(node: Node) -> dict[str, Any] | None:
         return node.metadata.get("best_of")
+
+    @staticmethod
+    def resolve_replans(node: Node) -> int:
+        return int(node.metadata.get("replans", 0))
+
+    @staticmethod
+    def resolve_replan_feedback(node: Node) -> str:
+        return str(node.metadata.get("replan_feedback", ""))
+
+    @staticmethod
+    def resolve_round(node: Node) -> int:
+        return int(node.metadata.get("round", 0))
 
 
 class TreeOut(Schema):

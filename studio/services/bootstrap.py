@@ -44,6 +44,7 @@ PRIMITIVES = [
     PrimitiveSpec("verify", "A critic judges a given answer and returns a verdict.", {}),
     PrimitiveSpec("reflexion", "Generate, run the tests, reflect and retry.", {"max_tries": 3}, True),
     PrimitiveSpec("long_context", "Chunk the input, map over the chunks, reduce.", {"chunk_tokens": 2000}),
+    PrimitiveSpec("aggregate", "Compose the answers of a decomposed task's parts into its answer.", {}),
 ]
 
 DEMO_POOL = "replay-demo"

@@ -11,6 +11,7 @@ from decimal import Decimal
 
 from orchestrator.core import RunSpec, RunState, start, step
 from orchestrator.core.offline import RecordedExecutor, Recording, run_offline
+from orchestrator.core.state import AttemptState
 from orchestrator.policies.default import DefaultConfig, DefaultPolicy
 from orchestrator.protocol import Observation, Pair, PairRef, Solve
 
@@ -102,3 +103,126 @@ def test_a_cost_budget_waits_for_the_attempts_in_flight() -> None:
     changes = state.take_changes()
     assert [(node.key, a.number) for node, a, _ in changes.new_attempts] == [("root.item1", 1)]
     assert [node.key for node in changes.new_nodes] == ["root", "root.item1", "root.item2", "root.aggregate"]
+
+
+# --- recovery: repair the part, then replan, then solve the whole directly ---
+
+PLANNER = Pair(PairRef(1, "plan"), "scripted/cheap", 0.1, 0.1)
+PLAN_A = [
+    {"id": "a", "text": "What is 2+3?", "depends_on": []},
+    {"id": "b", "text": "Divide by zero.", "depends_on": []},
+]
+PLAN_B = [{"id": "a", "text": "What is 2+3?", "depends_on": []}, {"id": "c", "text": "What is 4*5?", "depends_on": []}]
+
+
+class Scripted:
+    """Answers attempts by their prompt; "Divide by zero." fails on every pair; the planner's
+    first plan has that part, its plan after feedback does not. Records every request."""
+
+    def __init__(self, *, whole: bool = True) -> None:
+        self.requests: list[tuple[str, dict[str, object]]] = []
+        self.whole = whole
+
+    def execute(self, attempt: AttemptState) -> float:
+        self.requests.append((attempt.primitive, dict(attempt.request)))
+        prompt = str(attempt.request["prompt"])
+        if attempt.primitive == "plan":
+            plan = PLAN_B if attempt.request.get("feedback") else PLAN_A
+            attempt.status, attempt.envelope = "ok", {"status": "ok", "artifacts": {"plan": plan}}
+            return 0.0
+        answers = {"What is 2+3?": "5", "What is 4*5?": "20", "Add two and three.": "5" if self.whole else None}
+        answer = answers.get(prompt)
+        if answer is None:
+            attempt.status, attempt.error_kind, attempt.error_message = "error", "bad_request", "cannot"
+            return 0.0
+        attempt.status, attempt.envelope = "ok", {"status": "ok", "output": answer, "answer": answer}
+        return 0.0
+
+
+def test_a_part_that_fails_on_every_pair_is_replanned_with_feedback_and_the_run_succeeds() -> None:
+    executor = Scripted()
+    spec = RunSpec(task_text="Add two and three.", decomposable=True)
+    state = run_offline(spec, DefaultPolicy(DefaultConfig()), (*PAIRS, PLANNER), executor)
+    assert state.status == "succeeded", state.end_reason
+    b = state.node("root.b")
+    assert b is not None and [a.endpoint_id for a in b.attempts] == [1, 2]  # repaired with the other pair first
+    assert b.status == "cancelled"  # then its round was closed
+    first_a = state.node("root.a")
+    assert first_a is not None and first_a.status == "succeeded"  # kept as it ended
+    plans = [request for primitive, request in executor.requests if primitive == "plan"]
+    assert len(plans) == 2 and "feedback" not in plans[0]
+    assert "part b ('Divide by zero.') failed: bad_request" in str(plans[1]["feedback"])
+    root = state.root
+    assert root is not None and root.metadata["replans"] == 1
+    assert [n.key for n in state.parts(root)] == ["root.a_r1", "root.c_r1", "root.aggregate_r1"]
+    assert state.final_answer == "a: 5\nc: 20"
+
+
+def test_after_its_replans_a_task_is_solved_directly() -> None:
+    class AlwaysBadPlan(Scripted):
+        def execute(self, attempt: AttemptState) -> float:
+            if attempt.primitive == "plan":
+                attempt.request = {**attempt.request, "feedback": ""}  # the planner never learns
+            return super().execute(attempt)
+
+    executor = AlwaysBadPlan()
+    spec = RunSpec(task_text="Add two and three.", decomposable=True)
+    state = run_offline(spec, DefaultPolicy(DefaultConfig()), (*PAIRS, PLANNER), executor)
+    assert state.status == "succeeded" and state.final_answer == "5"
+    root = state.root
+    assert root is not None and root.metadata["replans"] == 2  # planned twice, then solved whole
+    assert [p for p, _ in executor.requests].count("plan") == 2
+    assert root.attempts[-1].primitive == "direct" and root.accepted == len(root.attempts)
+
+
+def test_a_lost_part_cancels_its_slow_siblings_at_once_then_replans() -> None:
+    """The policy acts while a sibling still runs: the step after one part is lost cancels
+    the part in flight (its call left to finish, its answer dropped) and replans, without
+    waiting for it."""
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    state = RunState(spec=RunSpec(task_text="Add two and three.", decomposable=True))
+    start(state, now, root_metadata={})
+    policy = DefaultPolicy(DefaultConfig())
+    pairs = (CHEAP, PLANNER)  # one pair: a failed part has nothing left to try
+    step(state, policy, pairs, now)
+    plan = state.root.attempts[0]  # type: ignore[union-attr]
+    plan.status, plan.envelope = "ok", {"artifacts": {"plan": PLAN_A}}
+    step(state, policy, pairs, now)
+    a, b = state.node("root.a"), state.node("root.b")
+    assert a is not None and b is not None and a.attempts and b.attempts
+    a.attempts[0].status = "running"  # slow: still out when b fails
+    b.attempts[0].status, b.attempts[0].error_kind = "error", "bad_request"
+    state.take_changes()
+    step(state, policy, pairs, now)
+    events = [(t, p.get("key")) for t, p in state.take_changes().events]
+    assert ("node.cancelled", "root.a") in events and ("node.replanned", "root") in events
+    assert events.index(("node.cancelled", "root.a")) < events.index(("node.replanned", "root"))
+    assert a.status == "cancelled" and a.attempts[0].status == "running"  # left to finish
+    assert b.status == "cancelled" and state.root.status == "running"  # type: ignore[union-attr]
+    assert state.root.attempts[-1].primitive == "plan"  # type: ignore[union-attr]  # planned anew at once
+    assert state.status == "running"
+    # The slow call comes back: its answer is dropped; the new round goes on.
+    a.attempts[0].status, a.attempts[0].envelope = "ok", {"answer": "5", "output": "5"}
+    step(state, policy, pairs, now)
+    assert a.status == "cancelled" and a.answer == ""
+
+
+def test_replan_and_cancel_are_checked() -> None:
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    state = run_offline(_composite(), DefaultPolicy(DefaultConfig()), PAIRS, _executor())
+    from orchestrator.core.observe import observe
+    from orchestrator.protocol import Cancel, ProtocolViolation, Replan, check_action
+
+    seen = observe(state, PAIRS, now)
+    for action, says in (
+        (Cancel("root"), "the root is not cancelled"),
+        (Cancel("root.item1"), "is succeeded"),
+        (Replan("root.item1"), "not decomposed"),
+        (Replan("root"), "not decomposed"),  # it succeeded: nothing is running
+    ):
+        try:
+            check_action(action, seen)
+        except ProtocolViolation as error:
+            assert says in str(error)
+        else:
+            raise AssertionError(f"{action} passed")

@@ -29,7 +29,7 @@ def llm_for(server: ScriptedOpenAI, **options: Any) -> LLMClient:
 def test_all_primitives_are_registered() -> None:
     assert set(REGISTRY) == {
         "direct", "cot", "self_consistency", "program", "program_zero_shot",
-        "tool_use", "verify", "reflexion", "long_context", "plan",
+        "tool_use", "verify", "reflexion", "long_context", "plan", "aggregate",
     }  # fmt: skip
 
 

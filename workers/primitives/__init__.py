@@ -4,6 +4,7 @@ Importing this package registers all of them in `REGISTRY`.
 """
 
 from workers.primitives import (  # noqa: F401 - each module registers itself
+    aggregate,
     cot,
     direct,
     long_context,

@@ -21,6 +21,7 @@ class PrimitiveInput:
     prompt: str
     item_id: str | None = None  # the recorded item, so replay can match it by id
     items: tuple[str, ...] = ()  # a composite node solved whole: its recorded items, each answered by replay
+    feedback: str = ""  # plan: what went wrong with the last plan of this task (a replan)
     benchmark: str = ""
     context: str = ""  # long_context: the document to read
     tests: str = ""  # reflexion: unit tests the code must pass

@@ -17,12 +17,12 @@ def _plan_answer(text: str) -> str | None:
 
 @primitive("plan", extract=_plan_answer)
 def plan(llm: LLMClient, task: PrimitiveInput, params: Params) -> Envelope:
-    first = llm.complete(plan_messages(task.prompt), primitive="plan", item_id=task.item_id)
+    first = llm.complete(plan_messages(task.prompt, task.feedback), primitive="plan", item_id=task.item_id)
     try:
         specs = parse_plan(first.text)
         repaired = False
     except PlanError as error:
-        second = llm.complete(repair_messages(task.prompt, first.text, str(error)), primitive="plan")
+        second = llm.complete(repair_messages(task.prompt, first.text, str(error), task.feedback), primitive="plan")
         try:
             specs = parse_plan(second.text)
             repaired = True

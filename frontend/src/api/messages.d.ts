@@ -207,6 +207,11 @@ export interface components {
              * @description the parent's key
              */
             parent: string | null;
+            /**
+             * Round
+             * @description its parent's decomposition round (after a replan; 0 is the first)
+             */
+            round?: number;
             /** Status */
             status: string;
             /**
@@ -306,6 +311,48 @@ export interface components {
             type: "node.noted";
         };
         /**
+         * NodeReplanned
+         * @description A decomposed node's round closed (its unfinished parts cancelled): it is planned anew.
+         */
+        NodeReplanned: {
+            /**
+             * Feedback
+             * @description what went wrong with its parts, for the next plan
+             */
+            feedback: string;
+            /** Key */
+            key: string;
+            /**
+             * Replans
+             * @description how many times the node was replanned
+             */
+            replans: number;
+        };
+        /** NodeReplannedEvent */
+        NodeReplannedEvent: {
+            /**
+             * Created At
+             * @description ISO 8601
+             */
+            created_at: string;
+            /**
+             * Kind
+             * @constant
+             */
+            kind: "event";
+            payload: components["schemas"]["NodeReplanned"];
+            /**
+             * Seq
+             * @description the event's number in its run, from 1
+             */
+            seq: number;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "node.replanned";
+        };
+        /**
          * NodeStatusChanged
          * @description `node.<status>`: a node's new status, with what brought it there.
          */
@@ -354,7 +401,7 @@ export interface components {
             planned?: number | null;
             /**
              * Reason
-             * @description failed or skipped: why
+             * @description failed, skipped or cancelled: why
              */
             reason?: string | null;
         };
@@ -452,7 +499,7 @@ export interface components {
              */
             type: "run.created";
         };
-        RunEventMessage: components["schemas"]["RunCreatedEvent"] | components["schemas"]["RunStartedEvent"] | components["schemas"]["RunFinishedEvent"] | components["schemas"]["RunVerifiedEvent"] | components["schemas"]["NodeCreatedEvent"] | components["schemas"]["NodeStatusChangedEvent"] | components["schemas"]["NodeDecomposedEvent"] | components["schemas"]["NodeNotedEvent"] | components["schemas"]["AttemptQueuedEvent"] | components["schemas"]["AttemptFinishedEvent"] | components["schemas"]["ProtocolViolationEvent"];
+        RunEventMessage: components["schemas"]["RunCreatedEvent"] | components["schemas"]["RunStartedEvent"] | components["schemas"]["RunFinishedEvent"] | components["schemas"]["RunVerifiedEvent"] | components["schemas"]["NodeCreatedEvent"] | components["schemas"]["NodeStatusChangedEvent"] | components["schemas"]["NodeDecomposedEvent"] | components["schemas"]["NodeReplannedEvent"] | components["schemas"]["NodeNotedEvent"] | components["schemas"]["AttemptQueuedEvent"] | components["schemas"]["AttemptFinishedEvent"] | components["schemas"]["ProtocolViolationEvent"];
         /** RunFinished */
         RunFinished: {
             /**

@@ -1405,6 +1405,24 @@ export interface components {
             parent: string | null;
             /** Primitive */
             primitive: string | null;
+            /**
+             * Replan Feedback
+             * @description what went wrong with its last decomposition
+             * @default
+             */
+            replan_feedback: string;
+            /**
+             * Replans
+             * @description how many times this decomposed node was replanned
+             * @default 0
+             */
+            replans: number;
+            /**
+             * Round
+             * @description the decomposition round of its parent this node belongs to; an earlier one was replanned
+             * @default 0
+             */
+            round: number;
             /** Status */
             status: string;
             subtree: components["schemas"]["TotalsOut"];

@@ -6,6 +6,7 @@
 //   node.created [key, kind, text, depth, parent, depends_on, status, item_id]
 //   node.<status> [key, answer?, reason?, ...]   (pending ready running answered succeeded failed skipped cancelled)
 //   node.decomposed [key, subtasks]  node.noted [key, ...]
+//   node.replanned [key, feedback, replans]  (its unfinished parts were cancelled; a new round follows)
 //   attempt.queued [key, attempt, number, endpoint, primitive, repair?, rerun_by?]
 //   attempt.finished [attempt, node, status, answer, tokens_in, tokens_out, cost_usd, latency_s, error_kind, error_message]
 //   protocol.violation [action, reason, count]
@@ -111,6 +112,9 @@ function newNode(payload: Record<string, unknown>): TreeNode {
     verification: {},
     item_id: str(payload.item_id),
     best_of: null,
+    replans: 0,
+    replan_feedback: "",
+    round: num(payload.round) ?? 0,
     tokens_in: 0,
     tokens_out: 0,
     cost_usd: 0,
@@ -175,6 +179,12 @@ export function applyEvent(tree: LiveTree, event: LiveEvent, options: ApplyOptio
     next.nodes = nodes;
   } else if (type === "node.decomposed") {
     patch(str(p.key), (node) => ({ ...node, status: "running" }));
+  } else if (type === "node.replanned") {
+    patch(str(p.key), (node) => ({
+      ...node,
+      replans: num(p.replans) ?? node.replans + 1,
+      replan_feedback: str(p.feedback) ?? node.replan_feedback,
+    }));
   } else if (type.startsWith("node.")) {
     const status = type.slice("node.".length);
     if ((NODE_STATUSES as readonly string[]).includes(status)) {
@@ -182,7 +192,10 @@ export function applyEvent(tree: LiveTree, event: LiveEvent, options: ApplyOptio
         ...node,
         status,
         answer: str(p.answer) ?? node.answer,
-        output: status === "failed" || status === "skipped" ? (str(p.reason) ?? node.output) : node.output,
+        output:
+          status === "failed" || status === "skipped" || status === "cancelled"
+            ? (str(p.reason) ?? node.output)
+            : node.output,
       }));
     }
   } else if (type === "attempt.queued") {
@@ -377,4 +390,11 @@ export function childrenOf(nodes: TreeNode[]): Map<string | null, TreeNode[]> {
     children.set(parent, list);
   }
   return children;
+}
+
+/** A part of an earlier decomposition of its parent, which was replanned since: kept in the
+ * tree as it ended, no longer part of the answer. */
+export function superseded(node: Pick<TreeNode, "round" | "parent">, byKey: Map<string, TreeNode>): boolean {
+  const parent = node.parent ? byKey.get(node.parent) : undefined;
+  return parent !== undefined && node.round < parent.replans;
 }

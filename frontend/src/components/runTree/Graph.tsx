@@ -17,13 +17,14 @@ import "@xyflow/react/dist/style.css";
 import { memo, useEffect, useMemo } from "react";
 
 import type { TreeNode } from "../../api/types";
-import { layoutTree, NODE_HEIGHT, NODE_WIDTH } from "../../lib/eventTree";
+import { layoutTree, NODE_HEIGHT, NODE_WIDTH, superseded } from "../../lib/eventTree";
 import type { RunTreeProps } from "../RunTree";
-import { hasChildren, NodeFacts, openOnKey, preview } from "./parts";
+import { hasChildren, NodeFacts, nodeClasses, openOnKey, preview, RecoveryMarks } from "./parts";
 
 interface CardData extends Record<string, unknown> {
   node: TreeNode;
   parent: boolean;
+  earlier: boolean;
   selected: boolean;
   onSelect?: (key: string) => void;
   onFocusNode?: (key: string) => void;
@@ -32,12 +33,12 @@ interface CardData extends Record<string, unknown> {
 type CardNode = Node<CardData, "run">;
 
 const Card = memo(function Card({ data }: NodeProps<CardNode>) {
-  const { node, parent, selected, onSelect, onFocusNode } = data;
+  const { node, parent, earlier, selected, onSelect, onFocusNode } = data;
   return (
     <>
       <Handle type="target" position={Position.Top} isConnectable={false} />
       <div
-        className={`runtree-card st-${node.status}${selected ? " selected" : ""}`}
+        className={`runtree-card ${nodeClasses(node, earlier, selected)}`}
         data-testid="tree-node"
         data-status={node.status}
         data-key={node.key}
@@ -53,6 +54,7 @@ const Card = memo(function Card({ data }: NodeProps<CardNode>) {
           <span className="runtree-key mono" title={node.key}>
             {node.key}
           </span>
+          <RecoveryMarks node={node} earlier={earlier} />
         </div>
         <div className="runtree-text" title={node.text}>
           {preview(node) || <span className="muted">(no text)</span>}
@@ -115,6 +117,7 @@ export function Graph({
         data: {
           node: byKey.get(p.key)!,
           parent: parents.has(p.key),
+          earlier: superseded(byKey.get(p.key)!, byKey),
           selected: p.key === selected,
           onSelect,
           onFocusNode,

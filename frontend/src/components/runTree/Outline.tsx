@@ -1,12 +1,13 @@
 // The tree as a nested list (narrow screens, screen readers); each node a button.
 import { useMemo } from "react";
 
-import { childrenOf } from "../../lib/eventTree";
+import { childrenOf, superseded } from "../../lib/eventTree";
 import type { RunTreeProps } from "../RunTree";
-import { NodeFacts, openOnKey, preview } from "./parts";
+import { NodeFacts, nodeClasses, openOnKey, preview, RecoveryMarks } from "./parts";
 
 export function Outline({ tree, selected, onSelect }: Pick<RunTreeProps, "tree" | "selected" | "onSelect">) {
   const children = useMemo(() => childrenOf(tree.nodes), [tree.nodes]);
+  const byKey = useMemo(() => new Map(tree.nodes.map((n) => [n.key, n])), [tree.nodes]);
   const render = (parent: string | null, depth: number) => {
     const list = children.get(parent);
     if (!list || list.length === 0) return null;
@@ -14,10 +15,11 @@ export function Outline({ tree, selected, onSelect }: Pick<RunTreeProps, "tree" 
       <ul className={depth === 0 ? "runtree-outline" : undefined}>
         {list.map((node) => {
           const isParent = children.has(node.key);
+          const earlier = superseded(node, byKey);
           return (
             <li key={node.key}>
               <div
-                className={`runtree-row st-${node.status}${node.key === selected ? " selected" : ""}`}
+                className={`runtree-row ${nodeClasses(node, earlier, node.key === selected)}`}
                 data-testid="tree-node"
                 data-status={node.status}
                 data-key={node.key}
@@ -31,6 +33,7 @@ export function Outline({ tree, selected, onSelect }: Pick<RunTreeProps, "tree" 
                   <span className={`status ${node.status}`}>{node.status}</span>
                   <span className="runtree-kind">{node.kind}</span>
                   <span className="runtree-key mono">{node.key}</span>
+                  <RecoveryMarks node={node} earlier={earlier} />
                 </div>
                 <div className="runtree-text" title={node.text}>
                   {preview(node) || <span className="muted">(no text)</span>}

@@ -20,6 +20,37 @@ export function hasChildren(tree: Tree): Set<string> {
   return new Set(tree.nodes.map((n) => n.parent).filter((p): p is string => !!p));
 }
 
+/** What recovery did to a node: its decomposition replanned, or it belongs to an earlier
+ * round of its parent's (kept as it ended, no longer part of the answer). */
+export function RecoveryMarks({ node, earlier }: { node: TreeNode; earlier: boolean }) {
+  if (node.replans === 0 && !earlier) return null;
+  return (
+    <span className="runtree-marks">
+      {node.replans > 0 && (
+        <span
+          className="badge replanned"
+          data-testid="replanned"
+          title={node.replan_feedback ? `Replanned: ${node.replan_feedback}` : "Replanned"}
+        >
+          replanned{node.replans > 1 ? ` ×${node.replans}` : ""}
+        </span>
+      )}
+      {earlier && (
+        <span className="badge earlier" data-testid="earlier-round" title="A part of a plan that was replanned">
+          earlier plan
+        </span>
+      )}
+    </span>
+  );
+}
+
+/** The classes a node's card or row takes from its status and recovery. */
+export function nodeClasses(node: TreeNode, earlier: boolean, selected: boolean): string {
+  return `st-${node.status}${earlier ? " superseded" : ""}${node.replans > 0 ? " replanned" : ""}${
+    selected ? " selected" : ""
+  }`;
+}
+
 export function NodeFacts({ node, parent }: { node: TreeNode; parent: boolean }) {
   const pair = pairLabel(node);
   const own = node.tokens_in + node.tokens_out;

@@ -31,6 +31,9 @@ export function eventSummary(event: RunEventMessage): string {
     case "node.noted":
       bits = [event.payload.key];
       break;
+    case "node.replanned":
+      bits = [event.payload.key, cut(event.payload.feedback)];
+      break;
     case "attempt.queued":
       bits = [event.payload.key, event.payload.primitive];
       break;
