@@ -133,5 +133,6 @@ def test_the_policy_cancels_a_slow_sibling_and_replans_before_it_comes_back(cele
     assert (replanned.created_at - first_slow.created_at).total_seconds() < script.slow_s
     assert Node.objects.get(run=run, key="root.a").status == "cancelled"
     # And the run ended without waiting for it.
+    assert finished.finished_at is not None
     assert (finished.finished_at - first_slow.created_at).total_seconds() < script.slow_s
     assert slow_back > 0
