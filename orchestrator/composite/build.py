@@ -66,6 +66,12 @@ def composite_text(parts: Sequence[str]) -> str:
     return "Answer each part:\n\n" + "\n\n".join(f"Part {n}: {question_of(p)}" for n, p in enumerate(parts, 1))
 
 
+def domain_of(composite: Composite, table: OutcomeTable) -> str:
+    """The composite's one domain, or "" for several (as a composite task's is set)."""
+    domains = {table.domains[leaf] for leaf in composite.leaves()}
+    return domains.pop() if len(domains) == 1 else ""
+
+
 def text_of(composite: Composite, table: OutcomeTable) -> str:
     return composite_text(
         [text_of(p, table) if isinstance(p, Composite) else table.prompts[p] for p in composite.parts]

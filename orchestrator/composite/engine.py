@@ -11,19 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from orchestrator.composite.build import Composite, text_of
+from orchestrator.composite.build import Composite, domain_of, text_of
 from orchestrator.composite.items import items_of
 from orchestrator.composite.outcome import Decompose, Delegate, Plan, Solve
 from orchestrator.core.offline import run_offline, table_executor, table_pairs
 from orchestrator.core.state import NodeState, RunSpec, RunState
 from orchestrator.policies import Policy
 from orchestrator.routing.table import OutcomeTable
-
-
-def domain_of(c: Composite, table: OutcomeTable) -> str:
-    """The composite's one domain, or "" for several (as the studio sets a composite task's)."""
-    domains = {table.domains[leaf] for leaf in c.leaves()}
-    return domains.pop() if len(domains) == 1 else ""
 
 
 def route_composites(

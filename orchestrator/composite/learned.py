@@ -43,7 +43,7 @@ import numpy as np
 import torch
 
 from orchestrator.baselines.common import pair_cost
-from orchestrator.composite.build import Composite, build_composites, text_of
+from orchestrator.composite.build import Composite, build_composites, domain_of, text_of
 from orchestrator.composite.outcome import CompositeCosting, Decompose, Delegate, Plan, Solve, planner_price
 from orchestrator.learning.decompose import (
     DecisionEpisodes,
@@ -73,12 +73,6 @@ def nodes_of(composites: Sequence[Composite]) -> list[Composite]:
     for c in composites:
         walk(c)
     return out
-
-
-def node_domain(c: Composite, table: OutcomeTable) -> str:
-    """The node's one domain, or "" for several (no domain one-hot)."""
-    domains = {table.domains[leaf] for leaf in c.leaves()}
-    return domains.pop() if len(domains) == 1 else ""
 
 
 def solves(routes: Routes) -> list[Solve]:
@@ -165,7 +159,7 @@ class LearnedComposite:
         missing = [c for c in nodes if c.key not in self._tasks]
         if missing:
             emb = np.asarray(self.method.embedder([text_of(c, table) for c in missing]), dtype=np.float32)
-            feats = task_features(emb, [node_domain(c, table) for c in missing])
+            feats = task_features(emb, [domain_of(c, table) for c in missing])
             self._tasks |= {c.key: f for c, f in zip(missing, feats, strict=True)}
         return np.stack([self._tasks[c.key] for c in nodes])
 

@@ -51,7 +51,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from orchestrator.composite.items import leaves, node_items, subtasks
+from orchestrator.composite.items import domain_of, leaves, node_items, subtasks
 from orchestrator.embedding import EMBEDDING_DIM
 from orchestrator.envelope import TRANSIENT_ERRORS
 from orchestrator.filecache import load_once
@@ -240,7 +240,8 @@ class LearnedPolicy(DefaultPolicy):
         pair is the one of most estimated worth on all the parts (`delegate_pair`); where no
         pair can take them all, it splits. `composite.learned` decides the same offline."""
         pair = self.delegate_pair(items, observation)
-        if pair is not None and not self._wants_decomposition(node, observation):
+        # The node's domain is its items' one domain (or none), as the evaluation reads it.
+        if pair is not None and not self._wants_decomposition(node, observation, domain=domain_of(items)):
             return Solve(node.key, pair)
         return Decompose(node.key, subtasks(items))
 
@@ -359,9 +360,10 @@ class LearnedPolicy(DefaultPolicy):
     def wants_decomposition(self, observation: Observation) -> bool:
         return self._wants_decomposition(observation.root, observation)
 
-    def _wants_decomposition(self, node: NodeView, observation: Observation) -> bool:
+    def _wants_decomposition(self, node: NodeView, observation: Observation, *, domain: str | None = None) -> bool:
         lam = torch.tensor([self.lam(observation)], dtype=torch.float32)
-        task = torch.from_numpy(task_features(self._embed(node.text), [node.domain or observation.domain]))
+        domain = domain if domain is not None else node.domain or observation.domain
+        task = torch.from_numpy(task_features(self._embed(node.text), [domain]))
         with torch.no_grad():
             logit = self.net.decompose_logit(self.net.encode_task(task), lam)
         return bool(logit.item() > 0)

@@ -124,3 +124,44 @@ def test_the_evaluation_reports_the_learned_policys_rates_and_decisions(tmp_path
     assert exit_.value.code == 2
     err = capsys.readouterr().err
     assert "decompose.nope: not a known option" in err and "decompose.epochs" in err
+
+
+def test_train_policy_with_composites_makes_a_checkpoint_that_decides_them_live(tmp_path) -> None:
+    import json
+    from dataclasses import replace
+
+    from orchestrator.composite.build import build_composites, text_of
+    from orchestrator.composite.items import items_of
+    from orchestrator.core.offline import run_offline, table_executor, table_pairs
+    from orchestrator.core.state import RunSpec
+    from orchestrator.learning.method import LearnedConfig
+    from orchestrator.policies import make_policy
+    from orchestrator.policies.learned import LearnedPolicy, load_policy
+    from orchestrator.train_policy import train_table
+
+    t = replace(mixed_table(80), splits=[None] * 80)
+    prices = tmp_path / "prices.json"
+    prices.write_text(json.dumps({"m0": {"input_per_mtok": 0.1, "output_per_mtok": 0.1}}))
+    config = LearnedConfig.from_mapping({**SMALL, "decompose": {"composites": 160, "epochs": 300, "rl_iterations": 5}})
+    with_head, without = tmp_path / "with.pt", tmp_path / "without.pt"
+    metrics = train_table(t, out=with_head, seed=0, config=config, prices=prices, embedder=topic_embed,
+                          show_progress=False)  # fmt: skip
+    assert metrics["decompose/decisions"] > 0 and "loss/decompose_pg" in metrics
+    plain = replace(config, decompose=replace(config.decompose, composites=0))
+    train_table(t, out=without, seed=0, config=plain, prices=prices, embedder=topic_embed, show_progress=False)
+    assert load_policy(with_head).decides_composites and not load_policy(without).decides_composites
+    # Served through the core as a live run is: composites split or solved whole, each item scored.
+    composites = build_composites(t, range(t.n_items), count=12, seed=5)
+    whole = 0
+    for c in composites:
+        spec = RunSpec(
+            task_text=text_of(c, t), policy="learned", decomposable=True, cost_preference=0.5,
+            task_metadata={"items": items_of(c, t)},
+        )  # fmt: skip
+        policy = make_policy("learned", {"checkpoint": str(with_head), "embedder": topic_embed})
+        assert isinstance(policy, LearnedPolicy)
+        state = run_offline(spec, policy, table_pairs(t), table_executor(t))
+        assert state.status == "succeeded", state.end_reason
+        assert state.verification["method"] == "composite" and state.verification["items"] == len(c.leaves())
+        whole += not state.parts(state.root)  # type: ignore[arg-type]
+    assert 0 < whole < len(composites)  # the head decided both ways
