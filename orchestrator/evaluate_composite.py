@@ -30,7 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -142,7 +142,17 @@ def run_method(method: CompositeMethod, costing: CompositeCosting, test: Sequenc
     return points
 
 
-def evaluate_seed(table: OutcomeTable, args: argparse.Namespace, prices: dict[str, Any], seed: int) -> dict[str, Any]:
+OnProgress = Callable[[int, int, str], None]  # (steps done, steps in all, what comes next), as evaluate's
+
+
+def evaluate_seed(
+    table: OutcomeTable,
+    args: argparse.Namespace,
+    prices: dict[str, Any],
+    seed: int,
+    step: Callable[[str], None] = lambda _: None,
+) -> dict[str, Any]:
+    """Every method at every penalty on one seed's composites; `step(label)` before each fit."""
     train, test = build_split(table, train_count=args.train_count, test_count=args.test_count, seed=seed,
                               config=CompositeConfig())  # fmt: skip
     train_rows = sorted({leaf for c in train for leaf in c.leaves()})
@@ -154,6 +164,7 @@ def evaluate_seed(table: OutcomeTable, args: argparse.Namespace, prices: dict[st
         lo, hi = cost_range(costing, test)
         methods: dict[str, Any] = {}
         for name in args.method_names:
+            step(f"{name} (seed {seed}, penalty {penalty:g})")
             method = made[name]
             method.fit(costing, train_rows, train, seed=seed)
             points = run_method(method, costing, test)
@@ -262,19 +273,75 @@ def point_at(points: Sequence[dict[str, float]], lam: float) -> dict[str, float]
     return min(plain, key=lambda p: abs(p["knob"] - lam))
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def summary(results: list[dict[str, Any]], args: argparse.Namespace) -> dict[str, Any]:
+    """The report's figures as data (the studio shows them): per method its AIQ over the
+    seeds and its best point, at the main penalty; the deciders' decompose rates by λ; the
+    learned head's agreement on the test composites; each method's mean AIQ per penalty."""
+    main = [r["penalties"][str(args.penalty)]["methods"] for r in results]
+    methods = {}
+    for name in args.method_names:
+        rows = [m[name] for m in main]
+        methods[name] = {
+            "aiq": [float(m["aiq"]) for m in rows],
+            "aiq_mean": float(np.mean([m["aiq"] for m in rows])),
+            "aiq_sd": float(np.std([m["aiq"] for m in rows])),
+            **{key: float(np.mean([m["best"][key] for m in rows])) for key in ("score", "cost", "decompose_rate")},
+        }
+    rates = {
+        name: {
+            f"{lam:g}": [
+                float(np.mean([point_at(m[name]["points"], lam)[f"decompose_rate_{kind}"] for m in main]))
+                for kind in (SAME_DOMAIN, MIXED_DOMAIN)
+            ]
+            for lam in RATE_LAMBDAS
+        }
+        for name in ("decide_mf", "learned")
+        if name in args.method_names
+    }
+    decisions = (
+        {f"{lam:g}": float(np.mean([m["learned"]["decisions"][str(lam)] for m in main])) for lam in DECISION_LAMBDAS}
+        if "learned" in args.method_names
+        else {}
+    )
+    sensitivity = {
+        f"{penalty:g}": {
+            name: float(np.mean([r["penalties"][str(penalty)]["methods"][name]["aiq"] for r in results]))
+            for name in args.method_names
+        }
+        for penalty in args.penalties
+    }
+    return {
+        "penalty": args.penalty, "seeds": [r["seed"] for r in results], "test": results[0]["test"],
+        "planner": results[0]["planner"], "methods": methods, "rates": rates, "decisions": decisions,
+        "sensitivity": sensitivity,
+    }  # fmt: skip
+
+
+def main(argv: Sequence[str] | None = None, on_progress: OnProgress | None = None) -> int:
     parser, args = parse_args(argv)
     prices_path = default_prices(args.outcomes, args.prices)
+    total = len(args.seeds) * len(args.penalties) * len(args.method_names)
+    done = 0
+
+    def step(label: str) -> None:
+        nonlocal done
+        if on_progress is not None:
+            on_progress(done, total, label)
+        done += 1
+
     try:
         cli.check_output(args.json, "--json")
         prices = read_prices(prices_path) if prices_path is not None else {}
         table = load_routable(args.outcomes, prices=prices_path)
-        results = [evaluate_seed(table, args, prices, seed) for seed in args.seeds]
+        results = [evaluate_seed(table, args, prices, seed, step) for seed in args.seeds]
     except (ValueError, OSError) as exc:
         parser.error(str(exc))
+    if on_progress is not None:
+        on_progress(total, total, "")
     print(report(results, args))
     if args.json is not None:
-        args.json.write_text(json.dumps({"assumptions": ASSUMPTIONS, "seeds": results}, indent=1))
+        report_data = {"kind": "composites", "assumptions": ASSUMPTIONS, "summary": summary(results, args)}
+        args.json.write_text(json.dumps({**report_data, "seeds": results}, indent=1))
     return 0
 
 

@@ -19,6 +19,9 @@ router = Router(tags=["evaluations"], auth=role(Role.RESEARCHER))
 
 
 class EvaluationIn(Body):
+    kind: Literal["items", "composites"] = Field(
+        "items", description="items: routers on recorded items; composites: composite tasks split or solved whole"
+    )
     preset: Literal["quick", "full"] = Field(
         "quick", description="quick: a seeded subset of items and a small learned policy; full: everything"
     )
@@ -33,6 +36,12 @@ class EvaluationIn(Body):
     max_train_items: int | None = Field(None, ge=1, description="overrides the preset's cap on train items")
     max_test_items: int | None = Field(None, ge=1, description="overrides the preset's cap on test items")
     checkpoint_id: int | None = Field(None, description="a policy checkpoint whose training config the learned uses")
+    penalty: float = Field(0.0, ge=0, le=1, description="composites: the interference penalty per extra part")
+    sensitivity: list[float] = Field(
+        default_factory=list, description="composites: more penalties, for a sensitivity table"
+    )
+    train_count: int | None = Field(None, ge=1, le=20000, description="composites: train composites per seed")
+    test_count: int | None = Field(None, ge=1, le=20000, description="composites: test composites per seed")
 
 
 class EvaluationOut(Schema):
@@ -48,7 +57,10 @@ class EvaluationOut(Schema):
 
 
 class EvaluationDetailOut(EvaluationOut):
-    report: dict[str, Any] = Field(description="the JSON report of `python -m orchestrator.evaluate --json`")
+    report: dict[str, Any] = Field(
+        description="the JSON report of `python -m orchestrator.evaluate --json` (kind items) or of "
+        "`evaluate_composite --json` (kind composites: `summary`, `seeds`)"
+    )
 
 
 class EvaluationOptionsOut(Schema):
@@ -56,6 +68,7 @@ class EvaluationOptionsOut(Schema):
     outcomes: list[str] = Field(description="the shipped outcome files")
     default_outcomes: list[str]
     methods: list[str]
+    composites: dict[str, Any] = Field(description="a composite evaluation's presets, default outcomes and methods")
 
 
 @router.get("/evaluations/options", response=EvaluationOptionsOut)

@@ -8,7 +8,13 @@ from django.db.models import QuerySet
 
 from studio.errors import NotFound
 from studio.models import EvaluationRun
-from studio.services.evaluations import DEFAULT_OUTCOMES, PRESETS, method_names
+from studio.services.evaluations import (
+    COMPOSITE_PRESETS,
+    DEFAULT_COMPOSITE_OUTCOMES,
+    DEFAULT_OUTCOMES,
+    PRESETS,
+    method_names,
+)
 from studio.services.training import shipped_outcomes
 
 
@@ -31,4 +37,9 @@ def evaluation_options() -> dict[str, Any]:
         "outcomes": [path.name for path in shipped_outcomes()],
         "default_outcomes": list(DEFAULT_OUTCOMES),
         "methods": list(method_names()),
+        "composites": {
+            "presets": COMPOSITE_PRESETS,
+            "default_outcomes": list(DEFAULT_COMPOSITE_OUTCOMES),
+            "methods": list(method_names("composites")),
+        },
     }

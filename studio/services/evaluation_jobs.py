@@ -32,6 +32,13 @@ def evaluation_argv(evaluation_id: int, config: dict[str, Any]) -> list[str]:
     the learned policy's config is written beside the report, where the CLI reads it."""
     outcomes = Path(settings.OUTCOMES_DIR)
     args = ["--outcomes", *(str(outcomes / name) for name in config["outcomes"])]
+    if config.get("kind") == "composites":
+        args += ["--seeds", str(config.get("seed", 0)), "--methods", ",".join(config["methods"])]
+        args += ["--train-count", str(config["train_count"]), "--test-count", str(config["test_count"])]
+        args += ["--penalty", str(config.get("penalty", 0.0))]
+        if config.get("sensitivity"):
+            args += ["--sensitivity", ",".join(str(p) for p in config["sensitivity"])]
+        return args + learned_config_args(evaluation_id, config)
     if config.get("train"):
         args += ["--train", *(str(outcomes / name) for name in config["train"])]
     if config.get("probe"):
@@ -40,12 +47,17 @@ def evaluation_argv(evaluation_id: int, config: dict[str, Any]) -> list[str]:
     for option in ("max_train_items", "max_test_items"):
         if config.get(option) is not None:
             args += [f"--{option.replace('_', '-')}", str(config[option])]
-    if config.get("learned") is not None:
-        path = evaluations_dir() / f"evaluation-{evaluation_id}-learned.json"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(config["learned"], indent=1))
-        args += ["--learned-config", str(path)]
-    return args
+    return args + learned_config_args(evaluation_id, config)
+
+
+def learned_config_args(evaluation_id: int, config: dict[str, Any]) -> list[str]:
+    """--learned-config of a file beside the report holding the config's learned section."""
+    if config.get("learned") is None:
+        return []
+    path = evaluations_dir() / f"evaluation-{evaluation_id}-learned.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(config["learned"], indent=1))
+    return ["--learned-config", str(path)]
 
 
 class _Tee(io.TextIOBase):
@@ -80,21 +92,25 @@ def _named_outputs(args: list[str]) -> argparse.Namespace | None:
     return named
 
 
-def evaluate_into(evaluation_id: int, args: list[str]) -> int:
+def evaluate_into(evaluation_id: int, args: list[str], kind: str = "items") -> int:
     """Run the evaluation with CLI options `args` into a running EvaluationRun; the exit code.
 
-    The report and plot go to DATA_DIR/evaluations/ unless `args` name a --json / --plot.
-    An unexpected error is recorded on the row, then raised.
+    The report (and the plot, for items) go to DATA_DIR/evaluations/ unless `args` name a
+    --json / --plot. An unexpected error is recorded on the row, then raised.
     """
-    from orchestrator.evaluate import main
+    if kind == "composites":
+        from orchestrator.evaluate_composite import main
+    else:
+        from orchestrator.evaluate import main
 
     folder = evaluations_dir()
     folder.mkdir(parents=True, exist_ok=True)
     named = _named_outputs(args)
     report = Path(named.json) if named and named.json else folder / f"evaluation-{evaluation_id}.json"
+    plot = kind != "composites" and named is not None and not named.plot
     extra = [
         *(["--json", str(report)] if named and not named.json else []),
-        *(["--plot", str(folder / f"evaluation-{evaluation_id}.png")] if named and not named.plot else []),
+        *(["--plot", str(folder / f"evaluation-{evaluation_id}.png")] if plot else []),
     ]
 
     def progress(done: int, total: int, method: str) -> None:
@@ -134,6 +150,6 @@ def run_evaluation(evaluation_id: int, worker: str = "") -> None:
         evaluation_fail(evaluation_id=run.pk, message=f"The evaluation's config cannot be used: {error!r}")
         return
     try:
-        evaluate_into(run.pk, args)
+        evaluate_into(run.pk, args, str(run.config.get("kind", "items")))
     except Exception:  # already recorded on the row
         log.exception("evaluation %s failed", run.pk)

@@ -113,3 +113,29 @@ def test_options_name_presets_files_and_methods(api_as) -> None:
     assert "llmrouter.jsonl.gz" in options["outcomes"]
     assert options["default_outcomes"] == ["llmrouter.jsonl.gz"]
     assert options["methods"][0] == "learned"
+
+
+def test_a_composite_evaluation_is_checked_and_completed_from_its_preset(api_as) -> None:
+    from studio.services.evaluations import COMPOSITE_PRESETS
+
+    api = api_as(Role.RESEARCHER)
+    created = api.post("/evaluations", {"kind": "composites", "sensitivity": [0.1, 0.01], "methods": ["learned"]})
+    assert created.status_code == 201, created.json_body
+    config = created.json_body["config"]
+    assert config["kind"] == "composites" and config["outcomes"] == ["routerbench.jsonl.gz", "llmrouter.jsonl.gz"]
+    assert (config["train_count"], config["test_count"]) == (300, 150)
+    assert config["learned"] == COMPOSITE_PRESETS["quick"]["learned"] and config["sensitivity"] == [0.01, 0.1]
+    options = api.get("/evaluations/options").json_body["composites"]
+    assert "learned" in options["methods"] and set(options["presets"]) == {"quick", "full"}
+    for body, field, words in (
+        ({"kind": "composites", "methods": ["knn"]}, "methods", "knn"),
+        ({"kind": "composites", "train": ["llmrouter.jsonl.gz"]}, "train", "own split"),
+        ({"kind": "composites", "sensitivity": [2]}, "sensitivity", "within [0, 1]"),
+        ({"kind": "items", "penalty": 0.1}, "penalty", "composite evaluations"),
+        ({"kind": "graphs"}, "kind", ""),
+    ):
+        response = api.post("/evaluations", body)
+        assert response.status_code == 422, (body, response.json_body)
+        fields = [response.json_body.get("field")] + [e["field"] for e in response.json_body.get("errors", [])]
+        assert field in fields and words in response.json_body["detail"], response.json_body
+    assert EvaluationRun.objects.count() == 1

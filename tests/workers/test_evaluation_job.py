@@ -92,3 +92,30 @@ def test_an_unusable_config_fails_in_plain_words(data_dir: Path) -> None:
     run.refresh_from_db()
     assert run.status == JobStatus.FAILED
     assert "config cannot be used" in run.message
+
+
+def test_a_small_composite_evaluation_runs_to_its_report(data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[str] = []
+    record = evaluation.evaluation_progress
+
+    def watch(*, evaluation_id: int, progress: float, message: str) -> None:
+        seen.append(message)
+        record(evaluation_id=evaluation_id, progress=progress, message=message)
+
+    monkeypatch.setattr(evaluation, "evaluation_progress", watch)
+    config = evaluation_config(
+        preset="quick", outcomes=[], train=[], probe=0, seed=0, methods=["always_delegate", "decide_mf", "learned"],
+        learned={**TINY_LEARNED, "cascade_knobs": [], "decompose": {"epochs": 2, "rl_iterations": 2}},
+        max_train_items=None, max_test_items=None, checkpoint=None, kind="composites", sensitivity=[0.05],
+        train_count=40, test_count=20,
+    )  # fmt: skip
+    run = EvaluationRun.objects.create(config=config)
+    tasks.evaluate(run.pk)
+    run.refresh_from_db()
+    assert (run.status, run.progress) == (JobStatus.SUCCEEDED, 1.0), run.message
+    summary = run.report["summary"]
+    assert run.report["kind"] == "composites" and run.report["assumptions"].startswith("Assumptions:")
+    assert set(summary["methods"]) == {"always_delegate", "decide_mf", "learned"}
+    assert set(summary["sensitivity"]) == {"0", "0.05"} and set(summary["rates"]) == {"decide_mf", "learned"}
+    assert seen[1].startswith("fitting always_delegate (seed 0, penalty 0)") and len(seen) >= 7
+    assert not (data_dir / "evaluations" / f"evaluation-{run.pk}.png").exists()  # no plot for composites

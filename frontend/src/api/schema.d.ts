@@ -1105,7 +1105,7 @@ export interface components {
             progress: number;
             /**
              * Report
-             * @description the JSON report of `python -m orchestrator.evaluate --json`
+             * @description the JSON report of `python -m orchestrator.evaluate --json` (kind items) or of `evaluate_composite --json` (kind composites: `summary`, `seeds`)
              */
             report: {
                 [key: string]: unknown;
@@ -1122,6 +1122,13 @@ export interface components {
              * @description a policy checkpoint whose training config the learned uses
              */
             checkpoint_id?: number | null;
+            /**
+             * Kind
+             * @description items: routers on recorded items; composites: composite tasks split or solved whole
+             * @default items
+             * @enum {string}
+             */
+            kind: "items" | "composites";
             /**
              * Learned
              * @description the learned policy's config (docs/learning.md)
@@ -1150,6 +1157,12 @@ export interface components {
              */
             outcomes?: string[];
             /**
+             * Penalty
+             * @description composites: the interference penalty per extra part
+             * @default 0
+             */
+            penalty: number;
+            /**
              * Preset
              * @description quick: a seeded subset of items and a small learned policy; full: everything
              * @default quick
@@ -1168,13 +1181,35 @@ export interface components {
              */
             seed: number;
             /**
+             * Sensitivity
+             * @description composites: more penalties, for a sensitivity table
+             */
+            sensitivity?: number[];
+            /**
+             * Test Count
+             * @description composites: test composites per seed
+             */
+            test_count?: number | null;
+            /**
              * Train
              * @description shipped files to fit on instead of a split
              */
             train?: string[];
+            /**
+             * Train Count
+             * @description composites: train composites per seed
+             */
+            train_count?: number | null;
         };
         /** EvaluationOptionsOut */
         EvaluationOptionsOut: {
+            /**
+             * Composites
+             * @description a composite evaluation's presets, default outcomes and methods
+             */
+            composites: {
+                [key: string]: unknown;
+            };
             /** Default Outcomes */
             default_outcomes: string[];
             /** Methods */

@@ -10,6 +10,7 @@ import { ACTIVE } from "../../components/JobForm";
 import { ErrorText, Loading } from "../../components/States";
 import { pct, when } from "../../lib/format";
 import { usdPerQuery, type EvaluationReport } from "../../lib/pareto";
+import { CompositeResults, isCompositeReport } from "./CompositeResults";
 import { ParetoPlot } from "./ParetoPlot";
 import { fixed, MetricsTable, PerDomainTable } from "./Tables";
 import { useEvaluationStream } from "./useEvaluationStream";
@@ -19,7 +20,8 @@ const POLL_MS = 1500;
 
 export function presetOf(evaluation: Evaluation): string {
   const preset = evaluation.config?.preset;
-  return typeof preset === "string" ? preset : "command line";
+  const kind = evaluation.config?.kind === "composites" ? "composites · " : "";
+  return typeof preset === "string" ? `${kind}${preset}` : "command line";
 }
 
 export function EvaluationView({ id }: { id: number }) {
@@ -55,7 +57,12 @@ export function EvaluationView({ id }: { id: number }) {
       {evaluation.status === "failed" && (
         <ErrorText error={new Error(evaluation.message || "The evaluation failed.")} />
       )}
-      {evaluation.status === "succeeded" && report.methods && <Results report={report} />}
+      {evaluation.status === "succeeded" && isCompositeReport(evaluation.report) && (
+        <CompositeResults report={evaluation.report} />
+      )}
+      {evaluation.status === "succeeded" && !isCompositeReport(evaluation.report) && report.methods && (
+        <Results report={report} />
+      )}
     </section>
   );
 }
