@@ -53,6 +53,7 @@ ASSUMPTIONS = (
     "(4 characters a token) at the planner model's prices."
 )
 DECISION_LAMBDAS = (0.0, 0.1, 1.0)  # where the sensitivity table shows the deciders' decompose rates
+KINDS = (SAME_DOMAIN, MIXED_DOMAIN)
 RATE_LAMBDAS = (0.0, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0)  # the decompose rate by λ, at the main penalty
 METHODS = (*BASELINES, "learned")
 
@@ -121,13 +122,13 @@ def cost_range(costing: CompositeCosting, composites: Sequence[Composite]) -> tu
     return lo, hi
 
 
-def run_method(method: CompositeMethod, costing: CompositeCosting, test: Sequence[Composite]) -> list[dict[str, float]]:
+def run_method(method: CompositeMethod, costing: CompositeCosting, test: Sequence[Composite]) -> list[dict[str, Any]]:
     kinds = np.asarray([c.kind for c in test])
     points = []
     for knob in method.knobs:
         outcomes = [costing.outcome(c, plan) for c, plan in zip(test, method.plans(test, knob=knob), strict=True)]
         decomposed = np.asarray([o.decomposed for o in outcomes], dtype=float)
-        point = {
+        point: dict[str, Any] = {
             "knob": knob,
             "score": float(np.mean([o.score for o in outcomes])),
             "cost": float(np.mean([o.cost for o in outcomes])),
@@ -136,7 +137,7 @@ def run_method(method: CompositeMethod, costing: CompositeCosting, test: Sequenc
         }
         for kind in (SAME_DOMAIN, MIXED_DOMAIN):
             point[f"decompose_rate_{kind}"] = (
-                float(decomposed[kinds == kind].mean()) if (kinds == kind).any() else np.nan
+                float(decomposed[kinds == kind].mean()) if (kinds == kind).any() else None  # none of that kind
             )
         points.append(point)
     return points
@@ -235,12 +236,13 @@ def rates_by_lambda(results: list[dict[str, Any]], args: argparse.Namespace) -> 
         cells = []
         for lam in RATE_LAMBDAS:
             points = [point_at(m["points"], lam) for m in at]
-            same, mixed = (np.mean([p[f"decompose_rate_{k}"] for p in points]) for k in (SAME_DOMAIN, MIXED_DOMAIN))
-            cells.append(f"{same:.2f} / {mixed:.2f}")
+            cells.append(" / ".join(rate_text(rate_mean(points, kind)) for kind in (SAME_DOMAIN, MIXED_DOMAIN)))
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     if "learned" in args.method_names:
         at = [r["penalties"][str(args.penalty)]["methods"]["learned"]["decisions"] for r in results]
-        agree = ", ".join(f"{np.mean([d[str(lam)] for d in at]):.2f} at λ={lam:g}" for lam in DECISION_LAMBDAS)
+        agree = ", ".join(
+            f"{rate_text(mean_known([d[str(lam)] for d in at]))} at λ={lam:g}" for lam in DECISION_LAMBDAS
+        )
         lines += [
             "",
             f"learned: its decisions on test composites take the option worth more under its routes: {agree}.",
@@ -259,12 +261,24 @@ def sensitivity(results: list[dict[str, Any]], args: argparse.Namespace) -> list
         for name in deciders:
             for lam in DECISION_LAMBDAS:
                 points = [point_at(m[name]["points"], lam) for m in at]
-                same, mixed = (
-                    np.mean([p[f"decompose_rate_{kind}"] for p in points]) for kind in (SAME_DOMAIN, MIXED_DOMAIN)
-                )
-                cells.append(f"{same:.2f} / {mixed:.2f}")
+                cells.append(" / ".join(rate_text(rate_mean(points, kind)) for kind in (SAME_DOMAIN, MIXED_DOMAIN)))
         lines.append("| " + " | ".join(cells) + " |")
     return lines
+
+
+def rate_mean(points: Sequence[dict[str, Any]], kind: str) -> float | None:
+    """The mean decompose rate on composites of `kind` over the points; None where none had any."""
+    rates = [p[f"decompose_rate_{kind}"] for p in points if p[f"decompose_rate_{kind}"] is not None]
+    return float(np.mean(rates)) if rates else None
+
+
+def mean_known(values: Sequence[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return float(np.mean(known)) if known else None
+
+
+def rate_text(rate: float | None) -> str:
+    return "–" if rate is None else f"{rate:.2f}"
 
 
 def point_at(points: Sequence[dict[str, float]], lam: float) -> dict[str, float]:
@@ -290,7 +304,7 @@ def summary(results: list[dict[str, Any]], args: argparse.Namespace) -> dict[str
     rates = {
         name: {
             f"{lam:g}": [
-                float(np.mean([point_at(m[name]["points"], lam)[f"decompose_rate_{kind}"] for m in main]))
+                rate_mean([point_at(m[name]["points"], lam) for m in main], kind)
                 for kind in (SAME_DOMAIN, MIXED_DOMAIN)
             ]
             for lam in RATE_LAMBDAS
@@ -299,7 +313,7 @@ def summary(results: list[dict[str, Any]], args: argparse.Namespace) -> dict[str
         if name in args.method_names
     }
     decisions = (
-        {f"{lam:g}": float(np.mean([m["learned"]["decisions"][str(lam)] for m in main])) for lam in DECISION_LAMBDAS}
+        {f"{lam:g}": mean_known([m["learned"]["decisions"][str(lam)] for m in main]) for lam in DECISION_LAMBDAS}
         if "learned" in args.method_names
         else {}
     )

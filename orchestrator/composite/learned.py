@@ -289,7 +289,7 @@ class LearnedComposite:
         return Choices(solve, pairs, split)
 
 
-def decision_agreement(learned: LearnedComposite, composites: Sequence[Composite], *, lam: float) -> float:
+def decision_agreement(learned: LearnedComposite, composites: Sequence[Composite], *, lam: float) -> float | None:
     """The share of the composite nodes with a choice (some pair recorded on all their items)
     where the head decided for the option worth more under the policy's own routes at λ (a
     tie is one call's): on test composites, where nothing was fit."""
@@ -300,7 +300,7 @@ def decision_agreement(learned: LearnedComposite, composites: Sequence[Composite
         split, whole = learned._options(c, choices, lam, best)
         if whole is not None:
             agree.append((split > whole) == choices.split[c.key])
-    return float(np.mean(agree)) if agree else float("nan")
+    return float(np.mean(agree)) if agree else None  # no node had a choice
 
 
 def _decided(c: Composite, split: Mapping[str, bool]) -> set[str]:

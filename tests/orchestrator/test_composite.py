@@ -241,3 +241,31 @@ def test_a_node_that_took_no_answer_scores_nothing_and_pays_its_calls() -> None:
     assert failed.cost == pytest.approx(costing.planner_cost(c) + t.cost[0, 0] + t.cost[1, 1])
     none = costing.outcome(c, Delegate(-1, tried=(2,)))
     assert none.score == 0.0 and none.cost == pytest.approx(t.cost[[0, 1], 2].sum()) and none.calls == 1
+
+
+def test_a_report_of_one_domain_says_so_in_valid_json(tmp_path, capsys) -> None:
+    """No mixed-domain composite: its rates are absent (null, a dash), never NaN, which
+    Postgres's jsonb and the browser's JSON.parse both refuse."""
+    from orchestrator.evaluate_composite import main
+    from tests.orchestrator.synthetic import record, write
+
+    records = [
+        record(f"{k}", model, score, 0.1 if model == "m0" else 1.0, domain="math", split="test" if k % 2 else "train",
+               prompt=f"math task {k}")
+        for k in range(40)
+        for model, score in (("m0", float(k % 3 == 0)), ("m1", 1.0))
+    ]  # fmt: skip
+    path = write(tmp_path / "one.jsonl", records)
+    prices = tmp_path / "prices.json"
+    prices.write_text(json.dumps({"m0": {"input_per_mtok": 0.1, "output_per_mtok": 0.1}}))
+    out = tmp_path / "out.json"
+    argv = ["--outcomes", str(path), "--prices", str(prices), "--seeds", "0", "--train-count", "20",
+            "--test-count", "10", "--methods", "decide_mf", "--json", str(out)]  # fmt: skip
+    assert main(argv) == 0
+    assert "| decide_mf | 0." in capsys.readouterr().out
+
+    def refuse(constant: str) -> None:
+        raise ValueError(f"{constant} in the report")
+
+    report = json.loads(out.read_text(), parse_constant=refuse)
+    assert all(same is not None and mixed is None for same, mixed in report["summary"]["rates"]["decide_mf"].values())

@@ -20,8 +20,8 @@ export interface CompositeSummary {
   test: Record<string, number>;
   planner: string;
   methods: Record<string, CompositeMethod>;
-  rates: Record<string, Record<string, number[]>>;
-  decisions: Record<string, number>;
+  rates: Record<string, Record<string, (number | null)[]>>;
+  decisions: Record<string, number | null>;
   sensitivity: Record<string, Record<string, number>>;
 }
 
