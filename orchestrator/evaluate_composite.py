@@ -325,6 +325,7 @@ def summary(results: list[dict[str, Any]], args: argparse.Namespace) -> dict[str
         for penalty in args.penalties
     }
     return {
+        "order": list(args.method_names),  # JSON objects need not keep their keys' order (jsonb does not)
         "penalty": args.penalty, "seeds": [r["seed"] for r in results], "test": results[0]["test"],
         "planner": results[0]["planner"], "methods": methods, "rates": rates, "decisions": decisions,
         "sensitivity": sensitivity,

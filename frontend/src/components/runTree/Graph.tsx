@@ -54,11 +54,11 @@ const Card = memo(function Card({ data }: NodeProps<CardNode>) {
           <span className="runtree-key mono" title={node.key}>
             {node.key}
           </span>
-          <RecoveryMarks node={node} earlier={earlier} />
         </div>
         <div className="runtree-text" title={node.text}>
           {preview(node) || <span className="muted">(no text)</span>}
         </div>
+        <RecoveryMarks node={node} earlier={earlier} />
         <NodeFacts node={node} parent={parent} />
       </div>
       <Handle type="source" position={Position.Bottom} isConnectable={false} />

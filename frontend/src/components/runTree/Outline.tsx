@@ -33,11 +33,11 @@ export function Outline({ tree, selected, onSelect }: Pick<RunTreeProps, "tree" 
                   <span className={`status ${node.status}`}>{node.status}</span>
                   <span className="runtree-kind">{node.kind}</span>
                   <span className="runtree-key mono">{node.key}</span>
-                  <RecoveryMarks node={node} earlier={earlier} />
                 </div>
                 <div className="runtree-text" title={node.text}>
                   {preview(node) || <span className="muted">(no text)</span>}
                 </div>
+                <RecoveryMarks node={node} earlier={earlier} />
                 <NodeFacts node={node} parent={isParent} />
               </div>
               {render(node.key, depth + 1)}

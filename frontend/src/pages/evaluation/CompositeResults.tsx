@@ -2,7 +2,6 @@
 // each method's AIQ over the seeds, how often the methods that choose split a composite,
 // and the sensitivity to the interference penalty.
 import { Scrollable } from "../../components/Scrollable";
-import { usd } from "../../lib/format";
 import { fixed } from "./Tables";
 
 export interface CompositeMethod {
@@ -15,6 +14,7 @@ export interface CompositeMethod {
 }
 
 export interface CompositeSummary {
+  order?: string[];
   penalty: number;
   seeds: number[];
   test: Record<string, number>;
@@ -42,7 +42,9 @@ export function isCompositeReport(report: unknown): report is CompositeReport {
 
 export function CompositeResults({ report }: { report: CompositeReport }) {
   const { summary } = report;
-  const methods = Object.entries(summary.methods);
+  // In the evaluation's order: a stored report's object keys come back sorted otherwise.
+  const order = summary.order ?? Object.keys(summary.methods);
+  const methods = order.filter((name) => name in summary.methods).map((name) => [name, summary.methods[name]] as const);
   const best = Math.max(...methods.map(([, m]) => m.aiq_mean));
   const lambdas = Object.keys(Object.values(summary.rates)[0] ?? {});
   const penalties = Object.keys(summary.sensitivity);
@@ -78,7 +80,7 @@ export function CompositeResults({ report }: { report: CompositeReport }) {
                   </td>
                   <td>{m.aiq.map((a) => fixed(a, 4)).join(" / ")}</td>
                   <td>{fixed(m.score, 4)}</td>
-                  <td>{usd(m.cost)}</td>
+                  <td>${m.cost.toExponential(3)}</td>
                   <td>{fixed(m.decompose_rate, 2)}</td>
                 </tr>
               ))}
@@ -103,14 +105,17 @@ export function CompositeResults({ report }: { report: CompositeReport }) {
                 </tr>
               </thead>
               <tbody>
-                {Object.entries(summary.rates).map(([name, byLam]) => (
-                  <tr key={name} data-method={name}>
-                    <th scope="row">{name}</th>
-                    {lambdas.map((lam) => (
-                      <td key={lam}>{(byLam[lam] ?? []).map((r) => fixed(r, 2)).join(" / ")}</td>
-                    ))}
-                  </tr>
-                ))}
+                {order
+                  .filter((name) => name in summary.rates)
+                  .map((name) => [name, summary.rates[name]] as const)
+                  .map(([name, byLam]) => (
+                    <tr key={name} data-method={name}>
+                      <th scope="row">{name}</th>
+                      {lambdas.map((lam) => (
+                        <td key={lam}>{(byLam[lam] ?? []).map((r) => fixed(r, 2)).join(" / ")}</td>
+                      ))}
+                    </tr>
+                  ))}
               </tbody>
             </table>
           </Scrollable>
