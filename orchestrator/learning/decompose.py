@@ -35,7 +35,7 @@ import torch
 from torch.nn import functional
 
 from orchestrator.configs import STRICT_KEYS, Count, NonNegative, NonNegativeInt, Positive
-from orchestrator.learning.rl import group_advantages
+from orchestrator.learning.rl import clipped_loss, group_advantages
 
 
 @dataclass(frozen=True)
@@ -222,18 +222,12 @@ def train_decompose_rl(
         net.train()
         for _ in range(config.rl_update_epochs):
             logit = net.decompose_logit(h, lam)
-            logp = bernoulli_logp(logit, decision)
-            ratio = torch.exp(logp - old_logp)
-            surrogate = torch.min(ratio * a, ratio.clamp(1 - config.clip, 1 + config.clip) * a)
-            log_ref_ratio = ref_logp - logp
-            kl = torch.exp(log_ref_ratio) - log_ref_ratio - 1  # k3 estimator of KL(π || π_ref)
             p = torch.sigmoid(logit)
             entropy = -(p * functional.logsigmoid(logit) + (1 - p) * functional.logsigmoid(-logit))
-            denom = active.sum().clamp(min=1)
-            pg_loss = -(surrogate * active).sum() / denom
-            kl_loss = (kl * active).sum() / denom
-            ent = (entropy * active).sum() / denom
-            loss = pg_loss + config.kl_coef * kl_loss - config.entropy_coef * ent
+            loss, pg_loss, kl_loss, _ = clipped_loss(
+                bernoulli_logp(logit, decision), old_logp, ref_logp, a, entropy, active,
+                clip=config.clip, kl_coef=config.kl_coef, entropy_coef=config.entropy_coef,
+            )  # fmt: skip
             optim.zero_grad()
             loss.backward()
             torch.nn.utils.clip_grad_norm_(head, 1.0)

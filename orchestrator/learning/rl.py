@@ -82,6 +82,33 @@ def diversity_bonus(first: torch.Tensor, group: int) -> torch.Tensor:
     return (1 - same / max(group - 1, 1)).view(-1)
 
 
+def clipped_loss(
+    logp: torch.Tensor,
+    old_logp: torch.Tensor,
+    ref_logp: torch.Tensor,
+    adv: torch.Tensor,
+    entropy: torch.Tensor,
+    active: torch.Tensor,
+    *,
+    clip: float,
+    kl_coef: float,
+    entropy_coef: float,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(loss, policy-gradient term, KL term, entropy) over the active actions (1, else 0):
+    PPO's clipped surrogate of the advantages, plus kl_coef times the k3 estimate of
+    KL(π || π_ref), less entropy_coef times the entropy. Every tensor has the actions' shape
+    (`adv` broadcast to it)."""
+    ratio = torch.exp(logp - old_logp)
+    surrogate = torch.min(ratio * adv, ratio.clamp(1 - clip, 1 + clip) * adv)
+    log_ref_ratio = ref_logp - logp
+    kl = torch.exp(log_ref_ratio) - log_ref_ratio - 1  # k3 estimator of KL(π || π_ref)
+    denom = active.sum().clamp(min=1)
+    pg_loss = -(surrogate * active).sum() / denom
+    kl_loss = (kl * active).sum() / denom
+    ent = (entropy * active).sum() / denom
+    return pg_loss + kl_coef * kl_loss - entropy_coef * ent, pg_loss, kl_loss, ent
+
+
 def evaluate_reward(net: PolicyNet, batch: EpisodeBatch, lams: tuple[float, ...], max_steps: int) -> float:
     """Mean greedy-episode reward over the items, averaged over a grid of λ."""
     rewards = []
@@ -153,16 +180,10 @@ def train_rl(
             new = rollout(net, episodes, lam, max_steps=config.max_steps, mode="forced", forced=out.actions)
             steps = min(new.logp.shape[1], old_logp.shape[1])
             logp, act = new.logp[:, :steps], active[:, :steps]
-            ratio = torch.exp(logp - old_logp[:, :steps])
-            a = adv.unsqueeze(1)
-            surrogate = torch.min(ratio * a, ratio.clamp(1 - config.clip, 1 + config.clip) * a)
-            log_ref_ratio = ref_logp[:, :steps] - logp
-            kl = torch.exp(log_ref_ratio) - log_ref_ratio - 1  # k3 estimator of KL(π || π_ref)
-            denom = act.sum().clamp(min=1)
-            pg_loss = -(surrogate * act).sum() / denom
-            kl_loss = (kl * act).sum() / denom
-            entropy = (new.entropy[:, :steps] * act).sum() / denom
-            loss = pg_loss + config.kl_coef * kl_loss - config.entropy_coef * entropy
+            loss, pg_loss, kl_loss, entropy = clipped_loss(
+                logp, old_logp[:, :steps], ref_logp[:, :steps], adv.unsqueeze(1), new.entropy[:, :steps], act,
+                clip=config.clip, kl_coef=config.kl_coef, entropy_coef=config.entropy_coef,
+            )  # fmt: skip
             optim.zero_grad()
             loss.backward()
             torch.nn.utils.clip_grad_norm_(params, 1.0)
