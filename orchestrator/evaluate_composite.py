@@ -180,6 +180,11 @@ def evaluate_seed(
                     str(lam): decision_agreement(method, test, lam=lam)  # type: ignore[arg-type]
                     for lam in DECISION_LAMBDAS
                 }
+                # The same fit with its head off, every composite split: what the head itself earns.
+                method.head = False  # type: ignore[attr-defined]
+                off = run_method(method, costing, test)
+                method.head = True  # type: ignore[attr-defined]
+                methods[name]["head_off"] = {"aiq": metrics.aiq([(p["cost"], p["score"]) for p in off], (lo, hi))}
         result["penalties"][str(penalty)] = {"cost_range": [lo, hi], "methods": methods}
     kinds = {kind: sum(c.kind == kind for c in test) for kind in (SAME_DOMAIN, MIXED_DOMAIN)}
     result["test"] = {
@@ -247,6 +252,8 @@ def rates_by_lambda(results: list[dict[str, Any]], args: argparse.Namespace) -> 
             "",
             f"learned: its decisions on test composites take the option worth more under its routes: {agree}.",
         ]
+        off = [r["penalties"][str(args.penalty)]["methods"]["learned"]["head_off"]["aiq"] for r in results]
+        lines.append(f"learned with its head off (every composite split, each part routed by it): AIQ {mean_sd(off)}.")
     return lines
 
 
@@ -317,6 +324,7 @@ def summary(results: list[dict[str, Any]], args: argparse.Namespace) -> dict[str
         if "learned" in args.method_names
         else {}
     )
+    head_off = [float(m["learned"]["head_off"]["aiq"]) for m in main] if "learned" in args.method_names else []
     sensitivity = {
         f"{penalty:g}": {
             name: float(np.mean([r["penalties"][str(penalty)]["methods"][name]["aiq"] for r in results]))
@@ -328,6 +336,7 @@ def summary(results: list[dict[str, Any]], args: argparse.Namespace) -> dict[str
         "order": list(args.method_names),  # JSON objects need not keep their keys' order (jsonb does not)
         "penalty": args.penalty, "seeds": [r["seed"] for r in results], "test": results[0]["test"],
         "planner": results[0]["planner"], "methods": methods, "rates": rates, "decisions": decisions,
+        "head_off": {"aiq": head_off, "aiq_mean": float(np.mean(head_off)) if head_off else None},
         "sensitivity": sensitivity,
     }  # fmt: skip
 

@@ -110,6 +110,7 @@ class LearnedComposite:
         self.decompose = self.method.config.decompose
         self.knobs: tuple[float, ...] = self.method.knobs
         self.metrics: dict[str, float] = {}
+        self.head = True  # False: every composite split (the head off, for an ablation)
         self._fitted: tuple[tuple[int, ...], int, dict[str, torch.Tensor]] | None = None
         self._tasks: dict[str, np.ndarray] = {}
 
@@ -261,7 +262,7 @@ class LearnedComposite:
     def plans(self, composites: Sequence[Composite], *, knob: float) -> list[Plan]:
         """Each composite's plan at a knob: decided batched (`choices`), or with the core engine
         as runs of the runtime policy (`composite.engine`), which decide the same."""
-        if self.method.engine == "core":
+        if self.method.engine == "core" and self.head:
             from orchestrator.composite.engine import route_composites
 
             lam = knob - CASCADE_OFFSET if knob >= CASCADE_OFFSET else knob
@@ -285,7 +286,9 @@ class LearnedComposite:
         with torch.no_grad():
             hidden = encoded(self._net, self._node_tasks(nodes))
             logits = self._net.decompose_logit(hidden, torch.full((len(nodes),), lam, dtype=torch.float32))
-        split = {c.key: bool(z > 0) or pairs[c.key] is None for c, z in zip(nodes, logits, strict=True)}
+        split = {
+            c.key: bool(z > 0) or pairs[c.key] is None or not self.head for c, z in zip(nodes, logits, strict=True)
+        }
         return Choices(solve, pairs, split)
 
 

@@ -115,12 +115,14 @@ def test_the_evaluation_reports_the_learned_policys_rates_and_decisions(tmp_path
     printed = capsys.readouterr().out
     assert "| learned |" in printed and "Decompose rate by λ" in printed
     assert "learned: its decisions on test composites take the option worth more" in printed
+    assert "learned with its head off (every composite split" in printed
     report = json.loads((tmp_path / "out.json").read_text())
     summary = report["summary"]
     assert report["kind"] == "composites" and set(summary["methods"]) == {"decide_mf", "learned"}
     assert summary["methods"]["learned"]["aiq"] == [report["seeds"][0]["penalties"]["0.0"]["methods"]["learned"]["aiq"]]
     assert set(summary["rates"]) == {"decide_mf", "learned"} and len(summary["rates"]["learned"]["0.1"]) == 2
     assert set(summary["decisions"]) == {"0", "0.1", "1"} and set(summary["sensitivity"]) == {"0"}
+    assert len(summary["head_off"]["aiq"]) == 1 and 0 < summary["head_off"]["aiq_mean"] <= 1
     saved = report["seeds"][0]["penalties"]["0.0"]["methods"]["learned"]
     assert set(saved["decisions"]) == {"0.0", "0.1", "1.0"} and "decompose/agreement" in saved["fit"]
     bad = tmp_path / "bad.json"
