@@ -9,6 +9,10 @@ computes an item's pair features as the evaluation does; an unknown pair gets th
 and the agreement cascade's gate at each cost preset's λ (`cascade`, fit on the training items,
 as the evaluation fits it), which a live run uses with the policy config `{"cascade": true}`.
 
+`--guide CKPT` (a stored OrchRM, `train_rm`) makes RL reward-guided: it also plays every cell
+the tables hold no recording of, scored by the guide (`reward.guided.guide_cells`), so a sparse
+collection of outcomes trains the policy on every pair of its pool.
+
 `--composites N` also trains the decompose head on N composite tasks built from the items
 (`composite.learned`: when splitting a composite pays, at every λ); the checkpoint then
 records them, and a run of it decides whether to split each composite task or solve it whole.
@@ -52,6 +56,18 @@ def pool_payload(context: PoolContext, pairs: Sequence[tuple[str, str]]) -> dict
     }
 
 
+def load_guide(path: Path) -> Any:
+    """The OrchRM checkpoint at `path`; an InputError names what is wrong with it."""
+    from orchestrator.reward.model import RewardModel
+
+    if not path.is_file():
+        raise cli.InputError(f"--guide: no such file: {path}")
+    try:
+        return RewardModel.load(path)
+    except (ValueError, RuntimeError, OSError, KeyError, TypeError) as error:
+        raise cli.InputError(f"--guide: {path} is not a usable OrchRM checkpoint ({error})") from None
+
+
 def train(
     paths: Sequence[Path],
     *,
@@ -64,6 +80,7 @@ def train(
     on_progress: Callable[[str, int, int, dict[str, float]], None] | None = None,
     extra_trajectories: Sequence[Mapping[str, Any]] = (),
     unseen: bool = False,
+    guide: Path | None = None,
 ) -> dict[str, float]:
     """Train on every item of `paths`; write the checkpoint to `out`; return the metrics.
 
@@ -77,6 +94,7 @@ def train(
     return train_table(
         table, out=out, seed=seed, config=config, prices=prices, embedder=embedder, show_progress=show_progress,
         on_progress=on_progress, extra_trajectories=extra_trajectories, outcomes=[str(p) for p in paths], unseen=unseen,
+        guide=guide,
     )  # fmt: skip
 
 
@@ -93,12 +111,16 @@ def train_table(
     extra_trajectories: Sequence[Mapping[str, Any]] = (),
     outcomes: Sequence[str] = (),
     unseen: bool = False,
+    guide: Path | None = None,
 ) -> dict[str, float]:
     """`train` on the items of a table (a split of the files, say); `outcomes` names where they came from.
 
     `unseen`: for pools whose models it will not see, each calibrated on its own probe (a pool's
     `calibration_source`), trained as `evaluate --probe` trains it (`learning.method.train_network`).
+    `guide`: a stored OrchRM checkpoint; RL also plays the cells the tables did not record, each
+    scored by it (`reward.guided.guide_cells`).
     """
+    guide_model = load_guide(guide) if guide is not None else None
     start = time.perf_counter()
     torch.set_num_threads(config.threads)
     torch.manual_seed(seed)
@@ -128,9 +150,16 @@ def train_table(
 
         return update
 
+    guided = None
+    if guide_model is not None:
+        from orchestrator.reward.guided import guide_cells
+
+        def guided(batch: Any) -> tuple[Any, dict[str, float]]:
+            return guide_cells(batch, table, emb, guide_model)
+
     net, batch, context, metrics = train_network(
         table, emb, config, seed=seed, unseen=unseen, prices=read_prices(prices) if prices else None,
-        extra_records=extra_trajectories, progress_sft=progress("sft"), progress_rl=progress("rl"),
+        extra_records=extra_trajectories, progress_sft=progress("sft"), progress_rl=progress("rl"), guide=guided,
     )  # fmt: skip
     for bar in bars.values():
         bar.close()
@@ -155,7 +184,13 @@ def train_table(
         extra={
             "kind": "orchestra-learned-policy",
             "metrics": metrics,
-            "train": {**config.to_dict(), "seed": seed, "outcomes": list(outcomes), "unseen": unseen},
+            "train": {
+                **config.to_dict(),
+                "seed": seed,
+                "outcomes": list(outcomes),
+                "unseen": unseen,
+                **({"guide": str(guide)} if guide is not None else {}),
+            },  # fmt: skip
             "pool": pool_payload(context, table.pairs),
             "context": context_payload(context),
             "cascade": gates_payload(
@@ -181,6 +216,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="also train the decompose head on this many composite tasks built from the items (0: none)",
     )  # fmt: skip
     parser.add_argument(
+        "--guide", type=Path,
+        help="an OrchRM checkpoint (train_rm): RL also plays the cells the tables did not record, scored by it",
+    )  # fmt: skip
+    parser.add_argument(
         "--unseen", action="store_true",
         help="for pools of models it will not see, calibrated on their probes: trained as evaluate --probe trains it",
     )  # fmt: skip
@@ -198,7 +237,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             config = replace(config, rl=replace(config.rl, iterations=args.rl_iterations))
         if args.composites is not None:
             config = replace(config, decompose=replace(config.decompose, composites=args.composites))
-        metrics = train(args.outcomes, out=args.out, seed=args.seed, config=config, prices=prices, unseen=args.unseen)
+        if args.guide is not None and args.unseen:
+            raise cli.InputError("--guide trains one network: it does not go with --unseen")
+        metrics = train(
+            args.outcomes, out=args.out, seed=args.seed, config=config, prices=prices, unseen=args.unseen,
+            guide=args.guide,
+        )  # fmt: skip
     except cli.INPUT_ERRORS as error:
         parser.error(str(error))
     print(f"trained on {int(metrics['data/items'])} items x {int(metrics['data/pairs'])} pairs")

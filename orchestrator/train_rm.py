@@ -99,12 +99,14 @@ def table_pair_data(
     *,
     seed: int,
     prior: AccuracyPrior | None = None,
+    chosen: np.ndarray | None = None,
 ) -> PairTensors:
     """Self-supervised pairs of a table, as tensors (each item's own outcomes left out of its features).
 
-    `prior`, fit on this table (`reward.prior.table_prior`), gives the per-item accuracy feature.
+    `prior`, fit on this table (`reward.prior.table_prior`), gives the per-item accuracy feature;
+    `chosen` [n] (a trained policy's column on each item, -1: none) adds specialized_over_base.
     """
-    pairs = build_pairs(table, config=config, seed=seed, embeddings=emb)
+    pairs = build_pairs(table, config=config, seed=seed, embeddings=emb, chosen=chosen)
     plans = table_plan_features(context, emb, table.domains, exclude_self=True, prior=prior)
     cost = np.nan_to_num(table.cost) / context.calibration.cost_ref
     return table_tensors(pairs, task_features(emb, table.domains), plans, cost)

@@ -11,7 +11,7 @@ from orchestrator.embedding import EMBEDDING_ID
 from orchestrator.learning.method import LearnedConfig
 from studio.models import TrainingJob
 from studio.selectors.training import live_trajectories
-from studio.services.training import shipped_outcomes
+from studio.services.training import guide_file, shipped_outcomes
 from workers.training import Progress, Trained
 
 # Where each stage sits in the job's progress bar.
@@ -28,6 +28,7 @@ def train_policy_job(job: TrainingJob, progress: Progress, out: Path) -> Trained
     config = LearnedConfig.from_mapping(job.config.get("learned"))
     prices = Path(settings.OUTCOMES_DIR) / "prices.json"
     extra = live_trajectories()
+    guide = guide_file(job.config.get("guide"))  # reward-guided RL: a stored OrchRM scores unrecorded cells
 
     def report(stage: str, done: int, total: int, metrics: dict[str, float]) -> None:
         low, high = STAGES.get(stage, (0.0, 0.05))
@@ -36,9 +37,11 @@ def train_policy_job(job: TrainingJob, progress: Progress, out: Path) -> Trained
     progress("embedding", 0.0)
     metrics = train(
         paths, out=out, seed=seed, config=config, prices=prices, show_progress=False, on_progress=report,
-        extra_trajectories=extra, unseen=unseen,
+        extra_trajectories=extra, unseen=unseen, guide=guide,
     )  # fmt: skip
     lineage = {"outcomes": [path.name for path in paths], "seed": seed, "live_runs": len(extra), "unseen": unseen}
+    if guide is not None:
+        lineage["guide"] = job.config["guide"]
     # `calibration`: the checkpoint carries its pool's calibration (train_policy's `context`).
     config_saved = {**config.to_dict(), "seed": seed, "embedding": EMBEDDING_ID, "calibration": True, "unseen": unseen}
     return Trained(path=out, config=config_saved, metrics=metrics, lineage=lineage)

@@ -45,6 +45,7 @@ DEFAULT_KNOBS = (
 ENGINES = ("core", "vectorized")
 
 Progress = Callable[[int, int, dict[str, float]], None]  # (done, total, metrics), as the trainers report
+Guide = Callable[[EpisodeBatch], tuple[EpisodeBatch, dict[str, float]]]  # the episodes RL plays, and metrics
 
 # λ values at which the frontier also has an agreement-cascade point (`learning.cascade`).
 CASCADE_KNOBS = (0.01, 0.02, 0.035, 0.05, 0.08, 0.12, 0.2, 0.35, 0.5)
@@ -300,6 +301,7 @@ def train_network(
     holdout: Holdout | None = None,
     progress_sft: Progress | None = None,
     progress_rl: Progress | None = None,
+    guide: Guide | None = None,
 ) -> tuple[Any, EpisodeBatch, PoolContext, dict[str, float]]:
     """The policy trained on `train` (whose rows `emb` embeds): (the network, the train items'
     episodes, their calibration, the metrics).
@@ -308,16 +310,19 @@ def train_network(
     accuracy is then the plain kNN one, as on a probe, so the feature means the same; and from
     twice `config.unseen.min_items` items on, the policy is a `PolicyEnsemble` of networks, each
     trained on its own share of the items with that share's calibration (`learning.ensemble`).
+    `guide(episodes)`: the episodes RL plays instead, and metrics (`reward.guided.guide_cells`).
     """
     torch.manual_seed(seed)
     context = make_context(train, emb, prices, predictor=not unseen)
     batch = encode(train, emb, context, with_outcomes=True, exclude_self=True)
     parts = shares(train.n_items, config.unseen.min_items if unseen else None, seed=seed)
+    if guide is not None and len(parts) > 1:
+        raise ValueError("a guide trains one network: it does not go with an unseen-pool ensemble")
     if len(parts) == 1:
         net = PolicyNet(config.policy)
         metrics = fit_policy(
             net, batch, config, seed=seed, extra=_extra(extra_records, train), progress_sft=progress_sft,
-            progress_rl=progress_rl, holdout=holdout,
+            progress_rl=progress_rl, holdout=holdout, guide=guide,
         )  # fmt: skip
         return net, batch, context, metrics
     members, metrics = [], {}
@@ -366,10 +371,12 @@ def fit_policy(
     progress_sft: Any = None,
     progress_rl: Any = None,
     holdout: Holdout | None = None,
+    guide: Guide | None = None,
 ) -> dict[str, float]:
     """SFT then RL on one pool's episodes; metrics include the greedy reward before and after.
 
-    With `holdout`, each stage ends with its weights that did best on the held-out pools."""
+    With `holdout`, each stage ends with its weights that did best on the held-out pools; with
+    `guide`, RL plays the episodes it returns (cells without a recording scored by a reward model)."""
     start = time.perf_counter()
     lams = (0.0, 0.1, 0.5, 1.0)
     best = Best(net, holdout) if holdout is not None else None
@@ -379,7 +386,11 @@ def fit_policy(
     metrics["eval/reward_sft"] = evaluate_reward(net, batch, lams, config.sft.max_steps)
     if config.rl.iterations > 0:
         rl = replace(config.rl, seed=seed)
-        metrics |= train_rl(net, batch, rl, progress=progress_rl, best=best, every=config.holdout.rl_every)
+        played = batch
+        if guide is not None:
+            played, found = guide(batch)
+            metrics |= found
+        metrics |= train_rl(net, played, rl, progress=progress_rl, best=best, every=config.holdout.rl_every)
     metrics["eval/reward_rl"] = evaluate_reward(net, batch, lams, config.sft.max_steps)
     metrics["time/fit_s"] = time.perf_counter() - start
     return metrics

@@ -9,6 +9,9 @@ cost. No response or outcome of such an item is read: its episode state sees no 
 OrchRM's reward (at λ = 0) becomes a probability by Platt scaling fitted on the grounded
 items' recorded scores. The executed tokens are those of the grounded items' recordings:
 every pair was run once on each to fill the table that SFT and RL read.
+
+`guide_cells` is the same idea for `train_policy --guide CKPT`: a stored OrchRM scores the cells
+of the training tables that hold no recording, and RL plays them too.
 """
 
 from __future__ import annotations
@@ -27,7 +30,8 @@ from orchestrator.learning.model import PolicyNet
 from orchestrator.learning.rl import train_rl
 from orchestrator.learning.sft import train_sft
 from orchestrator.reward.features import table_plan_features
-from orchestrator.reward.model import RewardNet
+from orchestrator.reward.model import RewardModel, RewardNet
+from orchestrator.reward.plans import Plan
 from orchestrator.reward.prior import table_prior
 from orchestrator.reward.train import train_reward
 from orchestrator.routing.table import OutcomeTable
@@ -156,3 +160,44 @@ def fit_grounded(
     method = LearnedMethod(config.to_dict())
     method.net, method.context = net, context
     return method
+
+
+def guide_cells(
+    batch: EpisodeBatch, table: OutcomeTable, emb: np.ndarray, guide: RewardModel
+) -> tuple[EpisodeBatch, dict[str, float]]:
+    """`batch` (the train items' episodes, with outcomes) with every cell the tables did not
+    record made playable for RL, scored by the stored OrchRM `guide` (`train_policy --guide`).
+
+    The guide's reward at λ = 0 of each one-node plan becomes a probability of a right answer by
+    Platt scaling on the recorded cells; an unrecorded cell's outcome is that probability at the
+    pair's estimated cost. Its episode sees no answer (none was recorded), as on an item without
+    outcomes. Recorded cells keep their outcomes. A pair the guide's pool never saw gets its
+    static features and that pool's means (`reward.features.plan_features`).
+    """
+    assert batch.score is not None and batch.cost is not None, "the train items' episodes carry their outcomes"
+    n, p = table.n_items, table.n_pairs
+    plans = [Plan.single(model, primitive) for _ in range(n) for model, primitive in table.pairs]
+    reward = guide.score(np.repeat(emb, p, axis=0), [d for d in table.domains for _ in range(p)], plans).reshape(n, p)
+    recorded = table.available()
+    a, b = platt(reward, np.where(recorded, table.score, np.nan))
+    probability = torch.from_numpy((1 / (1 + np.exp(-(a * reward + b)))).astype(np.float32))
+    known = torch.from_numpy(recorded)
+    guided = EpisodeBatch(
+        task=batch.task,
+        pairs=batch.pairs,
+        available=torch.ones_like(batch.available),
+        cost_est=batch.cost_est,
+        answers=batch.answers,
+        surface=batch.surface,
+        score=torch.where(known, batch.score, probability),
+        cost=torch.where(known, batch.cost, batch.cost_est),
+    )
+    unrecorded = ~recorded
+    metrics = {
+        "guide/cells": float(unrecorded.sum()),
+        "guide/share": float(unrecorded.mean()) if unrecorded.size else 0.0,
+        "guide/platt_a": a,
+        "guide/platt_b": b,
+        "guide/mean_probability": float(probability.numpy()[unrecorded].mean()) if unrecorded.any() else float("nan"),
+    }
+    return guided, metrics

@@ -19,7 +19,7 @@ router = Router(tags=["training"], auth=role(Role.RESEARCHER))
 
 
 class TrainingConfigIn(Body):
-    """A job's options. A policy job takes `learned` and `demo`; a reward-model job `rm`,
+    """A job's options. A policy job takes `learned`, `demo` and `guide`; a reward-model job `rm`,
     `preferences` and `live_runs`; an option of the other kind is a 422 naming it."""
 
     seed: StrictInt = Field(0, ge=0)
@@ -30,6 +30,9 @@ class TrainingConfigIn(Body):
     replaces: StrictInt | None = Field(None, description="a checkpoint of the same kind this one replaces")
     learned: dict[str, Any] | None = Field(None, description="policy: the learned policy's sections (docs/learning.md)")
     demo: StrictBool | None = Field(None, description="policy: the demo policy's job, as `make up` queues it")
+    guide: StrictInt | None = Field(
+        None, description="policy: a reward_model checkpoint's id; RL also plays unrecorded cells, scored by it"
+    )
     rm: dict[str, Any] | None = Field(None, description="reward model: OrchRM's sections (docs/reward.md)")
     preferences: StrictBool | None = Field(None, description="reward model: train on human labels too (default true)")
     live_runs: StrictBool | None = Field(None, description="reward model: train on finished runs too (default true)")

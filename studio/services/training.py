@@ -37,7 +37,7 @@ def checkpoints_dir() -> Path:
 # The keys a job's config may have; `demo` marks the job `make up` queues for the demo policy.
 COMMON_KEYS = frozenset({"seed", "outcomes", "replaces"})
 KIND_KEYS = {
-    CheckpointKind.POLICY: frozenset({"learned", "demo", "unseen"}),
+    CheckpointKind.POLICY: frozenset({"learned", "demo", "unseen", "guide"}),
     CheckpointKind.REWARD_MODEL: frozenset({"rm", "preferences", "live_runs"}),
 }
 
@@ -78,6 +78,32 @@ def check_training_config(kind: str, config: dict[str, Any]) -> None:
         check_reward_config(config)
     else:
         check_learned_config("config.learned", config.get("learned", {}))
+        check_guide(config)
+
+
+def check_guide(config: dict[str, Any]) -> None:
+    """A policy job's `guide`: the id of a reward-model checkpoint whose file is there (reward-guided RL)."""
+    guide = config.get("guide")
+    if guide is None:
+        return
+    found = (
+        None
+        if isinstance(guide, bool) or not isinstance(guide, int)
+        else Checkpoint.objects.filter(pk=guide, kind=CheckpointKind.REWARD_MODEL).first()
+    )
+    if found is None:
+        raise Invalid("config.guide", f"guide must be the id of a reward_model checkpoint; {guide!r} is not.")
+    if not (Path(settings.DATA_DIR) / found.path).is_file():
+        raise Invalid("config.guide", f"the file of reward model {guide} ({found.path}) is missing.")
+    if config.get("unseen", False):
+        raise Invalid("config.guide", "a guide trains one network: it does not go with unseen.")
+
+
+def guide_file(guide: int | None) -> Path | None:
+    """The file of the reward-model checkpoint `guide` (a policy job's config), or None."""
+    if guide is None:
+        return None
+    return Path(settings.DATA_DIR) / Checkpoint.objects.get(pk=guide, kind=CheckpointKind.REWARD_MODEL).path
 
 
 def check_config(field: str, value: Any, build: Callable[[Any], object], what: str) -> None:

@@ -57,3 +57,82 @@ def test_grounded_and_guided_fitting_run_and_route_without_violations() -> None:
         method.embedder = lambda texts: emb[[table.prompts.index(t) for t in texts]]
         routed = metrics.score_routes(test, method.route(test, knob=0.0))
         assert routed.violations == 0 and len(routed.score) == 40
+
+
+def test_a_stored_guide_scores_the_cells_the_tables_did_not_record(tmp_path) -> None:
+    """train_policy --guide: RL plays every cell; a cell without a recording is scored by the
+    stored OrchRM, whose stand-in tracks the withheld outcome; a bad guide is a usage error."""
+    import json
+
+    import pytest
+
+    from orchestrator import train_policy, train_rm
+    from orchestrator.learning.dataset import encode, make_context
+    from orchestrator.outcomes import write_outcomes
+    from orchestrator.reward.guided import guide_cells
+    from orchestrator.reward.model import RewardModel
+    from orchestrator.routing.table import load_routable
+    from tests.orchestrator.synthetic_outcomes import PAIRS, lookup_embedder, outcome_records
+
+    torch.set_num_threads(1)
+    table, emb = synthetic_table(n=160, seed=0)
+    withheld = {(f"t.{i}", PAIRS[2][0]) for i in range(1, 160, 2)}  # the cheap pair, on every odd item
+    sparse = tmp_path / "sparse.jsonl.gz"
+    write_outcomes(sparse, [r for r in outcome_records(table) if (r.item_id, r.model) not in withheld])
+    embed = lookup_embedder(table, emb)
+    guide = tmp_path / "guide.pt"
+    rm = train_rm.RMConfig.from_mapping({"model": {"hidden": 16}, "train": {"epochs": 4, "lr": 5e-3, "threads": 1}})
+    train_rm.train([sparse], out=guide, seed=0, config=rm, prices=None, embedder=embed, show_progress=False)
+
+    recorded = load_routable([sparse])
+    order = [table.item_ids.index(i) for i in recorded.item_ids]
+    emb_r = emb[order]
+    context = make_context(recorded, emb_r)
+    batch = encode(recorded, emb_r, context, with_outcomes=True, exclude_self=True)
+    played, metrics = guide_cells(batch, recorded, emb_r, RewardModel.load(guide))
+    missing = ~recorded.available()
+    assert metrics["guide/cells"] == missing.sum() == 80 and metrics["guide/platt_a"] > 0
+    assert bool(played.available.all()) and played.score is not None and played.cost is not None
+    known = torch.from_numpy(~missing)
+    assert torch.equal(played.score[known], batch.score[known])  # a recorded cell keeps its outcome
+    assert torch.equal(played.cost[~known], batch.cost_est[~known])
+    stand_in = played.score[~known].numpy()
+    truth = table.score[order][missing]  # the withheld outcomes, never read by the guide
+    assert metrics_auc(stand_in, truth) > 0.8
+
+    out = tmp_path / "policy.pt"
+    config = tmp_path / "tiny.json"
+    config.write_text(
+        json.dumps(
+            {
+                "policy": {"hidden": 16},
+                "sft": {"epochs": 4, "reliability_epochs": 2},
+                "rl": {"iterations": 4, "tasks_per_iteration": 32, "group": 4},
+                "threads": 1,
+            }
+        )
+    )
+    argv = ["--outcomes", str(sparse), "--out", str(out), "--config", str(config)]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(train_policy, "train", _with_embedder(train_policy.train, embed))
+        assert train_policy.main([*argv, "--guide", str(guide)]) == 0
+        saved = torch.load(out, weights_only=True)
+        assert saved["train"]["guide"] == str(guide) and saved["metrics"]["guide/cells"] == 80
+        with pytest.raises(SystemExit) as exit_:
+            train_policy.main([*argv, "--guide", str(out)])  # a policy, not a reward model
+        assert exit_.value.code == 2
+        with pytest.raises(SystemExit):
+            train_policy.main([*argv, "--guide", str(tmp_path / "none.pt")])
+
+
+def metrics_auc(score: np.ndarray, truth: np.ndarray) -> float:
+    """ROC AUC of `score` for `truth` >= 0.5 (ties count half)."""
+    pos, neg = score[truth >= 0.5], score[truth < 0.5]
+    return float(((pos[:, None] > neg[None, :]) + 0.5 * (pos[:, None] == neg[None, :])).mean())
+
+
+def _with_embedder(train, embed):
+    def wrapped(*args, **kwargs):
+        return train(*args, embedder=embed, show_progress=False, **kwargs)
+
+    return wrapped

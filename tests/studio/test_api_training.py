@@ -53,6 +53,10 @@ def test_a_researcher_queues_a_policy_job_and_reads_it(api_as, django_capture_on
         ({"config": {"demo": "yes"}}, "config.demo"),
         ({"config": {"unseen": 1}}, "config.unseen"),
         ({"kind": "reward_model", "config": {"unseen": True}}, "config.unseen"),  # a policy's option only
+        ({"config": {"guide": 999_999}}, "config.guide"),
+        ({"config": {"guide": "1"}}, "config.guide"),
+        ({"config": {"guide": True}}, "config.guide"),
+        ({"kind": "reward_model", "config": {"guide": 1}}, "config.guide"),  # a policy's option only
     ],
 )
 def test_a_bad_job_is_422_and_not_queued(api_as, body: dict[str, Any], field: str) -> None:
@@ -71,11 +75,30 @@ def test_a_bad_policy_config_is_named_before_the_job_is_queued(api_as) -> None:
     assert {error["field"] for error in response.json_body["errors"]} == {"config.sft", "config.seeds"}
     response = api.post("/training/jobs", {"kind": "policy", "config": {"rm": {}}})
     assert (
-        "Not an option of a policy job: rm; known: demo, learned, outcomes, replaces, seed, unseen."
+        "Not an option of a policy job: rm; known: demo, guide, learned, outcomes, replaces, seed, unseen."
         in (response.json_body["detail"])
     )
     good = {"learned": {"sft": {"epochs": 2}, "rl": {"iterations": 0}}, "seed": 1}
     assert api.post("/training/jobs", {"kind": "policy", "config": good}).status_code == 201
+
+
+def test_a_guide_is_a_reward_model_whose_file_is_there(api_as, tmp_path: Path) -> None:
+    (tmp_path / "checkpoints").mkdir()
+    (tmp_path / "checkpoints" / "rm.pt").write_bytes(b"weights")
+    rm = Checkpoint.objects.create(kind="reward_model", name="rm", path="checkpoints/rm.pt")
+    gone = Checkpoint.objects.create(kind="reward_model", name="gone", path="checkpoints/gone.pt")
+    policy = Checkpoint.objects.create(kind="policy", name="p", path="checkpoints/rm.pt")
+    api = api_as(Role.RESEARCHER)
+    with override_settings(DATA_DIR=tmp_path):
+        for guide, message in (
+            (policy.pk, "must be the id of a reward_model checkpoint"),
+            (gone.pk, "is missing"),
+        ):
+            response = api.post("/training/jobs", {"kind": "policy", "config": {"guide": guide}})
+            assert response.status_code == 422 and message in response.json_body["detail"]
+        assert TrainingJob.objects.count() == 0
+        created = api.post("/training/jobs", {"kind": "policy", "config": {"guide": rm.pk}})
+        assert created.status_code == 201 and created.json_body["config"]["guide"] == rm.pk
 
 
 def test_viewers_and_labelers_may_not_train(api_as) -> None:

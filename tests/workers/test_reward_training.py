@@ -115,3 +115,35 @@ def test_a_job_without_its_outcome_files_fails_clearly(outcomes: Path) -> None:
         job.message
         == "ValueError: none of the outcome files llmrouter.jsonl.gz, routerbench.jsonl.gz is in data/outcomes"
     )
+
+
+def test_a_policy_job_with_a_guide_plays_the_unrecorded_cells_scored_by_it(
+    outcomes: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A reward model trained by its job, then a policy job guided by it on a sparse file."""
+    from workers import policy_training
+
+    researcher = UserFactory(role=Role.RESEARCHER)
+    rm_job = TrainingJob.objects.create(
+        kind="reward_model", config={"outcomes": [outcomes.name], "rm": TINY_RM}, created_by=researcher
+    )
+    training.run_job(rm_job.pk)
+    rm_job.refresh_from_db()
+    assert rm_job.status == JobStatus.SUCCEEDED, rm_job.message
+    table, _ = synthetic_table(n=40, seed=1)
+    sparse = write(
+        outcomes.parent / "sparse.jsonl.gz",
+        [r for r in outcome_records(table) if not (r.model == "mistral-7b-chat" and r.item_id.endswith(("1", "3")))],
+    )
+    monkeypatch.setattr(policy_training, "shipped_outcomes", lambda: [sparse])
+    tiny = {"policy": {"hidden": 16}, "sft": {"epochs": 2, "reliability_epochs": 1}, "threads": 1,
+            "rl": {"iterations": 2, "tasks_per_iteration": 16, "group": 4}}  # fmt: skip
+    job = TrainingJob.objects.create(
+        kind="policy", config={"guide": rm_job.checkpoint_id, "learned": tiny}, created_by=researcher
+    )
+    training.run_job(job.pk)
+    job.refresh_from_db()
+    assert job.status == JobStatus.SUCCEEDED, job.message
+    checkpoint = Checkpoint.objects.get(kind="policy")
+    assert checkpoint.lineage["guide"] == rm_job.checkpoint_id
+    assert checkpoint.metrics["guide/cells"] == 8  # items 1, 3, 11, 13, 21, 23, 31, 33 of the cheap pair

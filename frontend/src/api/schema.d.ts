@@ -2125,7 +2125,7 @@ export interface components {
         };
         /**
          * TrainingConfigIn
-         * @description A job's options. A policy job takes `learned` and `demo`; a reward-model job `rm`,
+         * @description A job's options. A policy job takes `learned`, `demo` and `guide`; a reward-model job `rm`,
          *     `preferences` and `live_runs`; an option of the other kind is a 422 naming it.
          */
         TrainingConfigIn: {
@@ -2134,6 +2134,11 @@ export interface components {
              * @description policy: the demo policy's job, as `make up` queues it
              */
             demo?: boolean | null;
+            /**
+             * Guide
+             * @description policy: a reward_model checkpoint's id; RL also plays unrecorded cells, scored by it
+             */
+            guide?: number | null;
             /**
              * Learned
              * @description policy: the learned policy's sections (docs/learning.md)

@@ -1,0 +1,387 @@
+"""OrchRM over composite plans: held-out pairwise accuracy on multi-node plan pairs, and
+best-of-N over candidates that include decomposed plans.
+
+    python -m orchestrator.evaluate_rm_composite [--outcomes FILE ...] [--prices P] [--seeds 0,1,2]
+        [--train-count 2000] [--test-count 1000] [--n 8] [--draws 10] [--lam 0.05]
+        [--penalty 0] [--planner MODEL] [--rm-config C.json] [--policy-config C.json] [--json OUT]
+
+Per seed, composites are drawn as `evaluate_composite` draws them (the train ones from the
+train items, the test ones from the test items: no test part is seen in training), and:
+1. the learned policy is fitted on the train composites' items, its decompose head on their
+   decisions (`composite.learned`);
+2. OrchRM is trained on the train items' pairs (`train_rm`'s kinds, `specialized_over_base`
+   from the policy's greedy choices) and the train composites' pairs (`composite.rm`: decomposed
+   against delegated, one part's pair changed, the policy's plan over a random one), built from
+   N plans sampled from the policy (its head's decisions drawn, each part's pair drawn from the
+   pair scorer) and its greedy plan;
+3. on the test composites: the pairwise accuracy of each kind (pairs with a multi-node plan on
+   at least one side, and all), and the lines of `reward.bestofn` over N sampled plans, drawn
+   `--draws` times: n1 (one sampled plan), rm, rm_matched (OrchRM's accuracy score, the best it
+   can pick for a mean *estimated* cost of at most n1's), oracle, greedy (the policy's most
+   likely plan: the head's decisions, each part's most likely pair) and rm_at_greedy (held to
+   the greedy plan's estimated cost). A plan's estimated cost is known before it runs: each
+   call's prompt tokens at the pair's input price plus its mean output cost on the train items
+   of the item's domain, and the planner calls' estimated tokens.
+
+Each part is one call (the pair scorer's first pick, as `evaluate_rm` samples items): the
+policy's escalations are not among the candidates. The two assumptions of `composite.outcome`
+hold here too and every report repeats them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from orchestrator import cli
+from orchestrator.composite.build import Composite, CompositeConfig, build_split
+from orchestrator.composite.learned import LearnedComposite, nodes_of
+from orchestrator.composite.outcome import CompositeCosting, Plan, planner_price
+from orchestrator.composite.rm import (
+    COMPOSITE_SOURCES,
+    LeafEstimates,
+    PlanPairs,
+    calls_of,
+    composite_pairs,
+    leaf_estimates,
+    leaf_probabilities,
+    node_scores,
+    pair_tensors,
+    plan_features,
+    sampled_plan,
+)
+from orchestrator.evaluate_composite import ASSUMPTIONS, DEFAULT_OUTCOMES
+from orchestrator.evaluate_rm import held_out_pairs, mean_sd, sample_candidates
+from orchestrator.learning.decompose import encoded
+from orchestrator.learning.episode import EpisodeBatch, rollout
+from orchestrator.learning.features import PAIR_DIM, domain_indices, task_features
+from orchestrator.outcomes import read_prices
+from orchestrator.reward.bestofn import prompt_cost_estimate, select_matched
+from orchestrator.reward.features import table_plan_features
+from orchestrator.reward.guided import platt, rm_rewards
+from orchestrator.reward.model import RewardNet
+from orchestrator.reward.train import PairTensors, pair_metrics, train_reward
+from orchestrator.routing.table import OutcomeTable, default_prices, load_routable
+from orchestrator.train_rm import RMConfig, table_pair_data
+
+LINES = (
+    "n1", "rm", "rm_matched", "rm_node", "oracle", "greedy", "rm_at_greedy", "rm_node_at_greedy", "estimate_node",
+    "benchmark_ceiling",
+)  # fmt: skip
+GAINS = {  # printed: a line's gain over another, in points
+    "rm_node-n1": ("rm_node", "n1"),
+    "rm_node_at_greedy-greedy": ("rm_node_at_greedy", "greedy"),
+    "rm_matched-n1": ("rm_matched", "n1"),
+    "rm_at_greedy-greedy": ("rm_at_greedy", "greedy"),
+    "estimate_node-n1": ("estimate_node", "n1"),
+    "benchmark_ceiling-n1": ("benchmark_ceiling", "n1"),
+}
+
+
+class Sampler:
+    """The fitted policy's plans for some composites at λ: greedy, or N sampled."""
+
+    def __init__(self, learned: LearnedComposite, composites: Sequence[Composite], batch: EpisodeBatch,
+                 rows: Sequence[int], lam: float) -> None:  # fmt: skip
+        self.learned, self.composites, self.batch, self.lam = learned, composites, batch, lam
+        self.rows = list(rows)  # the batch's table rows
+        position = {r: n for n, r in enumerate(self.rows)}
+        self.nodes = nodes_of(composites)
+        net = learned.method.net
+        assert net is not None
+        self.pairs = {
+            c.key: learned._delegate(batch, [position[leaf] for leaf in c.leaves()], c, lam) for c in self.nodes
+        }
+        with torch.no_grad():
+            logits = net.decompose_logit(
+                encoded(net, learned._node_tasks(self.nodes)), torch.full((len(self.nodes),), lam)
+            )
+        self.p_split = torch.sigmoid(logits).numpy()
+        self.forced = np.array([self.pairs[c.key] is None for c in self.nodes])
+        with torch.no_grad():
+            first = rollout(net, batch, torch.full((len(self.rows),), lam), max_steps=1, mode="greedy")
+        self.greedy_cols = np.array([calls[0] if calls else -1 for calls in first.order])
+
+    def _plans(self, cols: np.ndarray, split: np.ndarray) -> list[Plan]:
+        by_row = dict(zip(self.rows, cols.tolist(), strict=True))
+        decide = {c.key: bool(s) for c, s in zip(self.nodes, split, strict=True)}
+        return [sampled_plan(c, by_row, self.pairs, decide) for c in self.composites]
+
+    def greedy(self) -> list[Plan]:
+        if self.learned.head:
+            return self._plans(self.greedy_cols, (self.p_split > 0.5) | self.forced)
+        return self._plans(self.greedy_cols, np.ones(len(self.nodes), dtype=bool))
+
+    def sample(self, n: int, seed: int) -> list[list[Plan]]:
+        """[composites][n] plans: each node's decision drawn from the head, each part's pair from the scorer."""
+        cols = sample_candidates(self.learned.method, self.batch, n=n, lam=self.lam, seed=seed)  # [rows, n]
+        cols = np.where(cols >= 0, cols, self.greedy_cols[:, None])
+        rng = np.random.default_rng([seed, 31])
+        split = (rng.random((n, len(self.nodes))) < self.p_split) | self.forced
+        drawn = [self._plans(cols[:, k], split[k]) for k in range(n)]
+        return [[drawn[k][i] for k in range(n)] for i in range(len(self.composites))]
+
+
+def benchmark_accuracy(items: OutcomeTable) -> np.ndarray:
+    """float64 [items, p]: each pair's mean recorded score on the items of each item's benchmark
+    (0 where none is recorded). A ceiling for estimates at benchmark level: it reads the
+    outcomes of the very items it scores."""
+    score = np.where(items.available(), items.score, np.nan)
+    benchmarks = np.asarray(items.benchmarks)
+    out = np.zeros_like(score)
+    for name in set(benchmarks.tolist()):
+        rows = benchmarks == name
+        with np.errstate(all="ignore"):
+            out[rows] = np.nan_to_num(np.nanmean(score[rows], axis=0), nan=0.0)
+    return out
+
+
+def reward_of(net: RewardNet, tasks: np.ndarray, feats: np.ndarray, lam: float) -> np.ndarray:
+    with torch.no_grad():
+        out = net(torch.from_numpy(tasks.astype(np.float32)), torch.from_numpy(feats), torch.full((len(feats),), lam))
+    scores: np.ndarray = out.double().numpy()
+    return scores
+
+
+def multi_node(pairs: PlanPairs, composites: Sequence[Composite], costing: CompositeCosting) -> np.ndarray:
+    """bool [pairs]: at least one of the two plans has more than one node."""
+    return np.array(
+        [
+            max(calls_of(composites[i], w, costing).nodes, calls_of(composites[i], lo, costing).nodes) > 1
+            for i, w, lo in zip(pairs.composite, pairs.win, pairs.lose, strict=True)
+        ],
+        dtype=bool,
+    )
+
+
+def run_seed(table: OutcomeTable, args: argparse.Namespace, prices: dict[str, Any], seed: int) -> dict[str, Any]:
+    train, test = build_split(table, train_count=args.train_count, test_count=args.test_count, seed=seed,
+                              config=CompositeConfig())  # fmt: skip
+    train_rows = sorted({leaf for c in train for leaf in c.leaves()})
+    test_rows = sorted({leaf for c in test for leaf in c.leaves()})
+    planner, price = planner_price(prices, args.planner, table)
+    costing = CompositeCosting(table, planner_price=price, penalty=args.penalty)
+
+    start = time.perf_counter()
+    learned = LearnedComposite(args.policy_config)
+    learned.fit(costing, train_rows, train, seed=seed)
+    policy_s = time.perf_counter() - start
+    method, context = learned.method, learned.method.context
+    assert context is not None
+    cost_ref = context.calibration.cost_ref
+    train_items, train_batch = method.episodes()  # as training saw them
+    test_items, test_batch = method.episodes(table.rows(test_rows))
+    emb_tr, emb_te = method._embed(train_items), method._embed(test_items)
+    lam = args.lam
+
+    start = time.perf_counter()
+    on_train = Sampler(learned, train, train_batch, train_rows, lam)
+    chosen = on_train.greedy_cols  # the policy's choice on each train item: specialized_over_base
+    item_data = table_pair_data(train_items, emb_tr, context, args.rm.pairs, seed=seed, chosen=chosen)
+    plans_tr = table_plan_features(context, emb_tr, train_items.domains, exclude_self=True)
+    est_tr = leaf_estimates(train_rows, plans_tr, None, cost_ref)
+    made_tr = composite_pairs(train, on_train.sample(args.n, seed), on_train.greedy(), costing, seed=seed)
+    tasks_tr = learned._node_tasks(train)
+    comp_data = pair_tensors(made_tr, train, tasks_tr, est_tr, costing, cost_ref, group_offset=table.n_items)
+    data = PairTensors.concat([item_data, comp_data])
+    torch.manual_seed(seed)
+    net = RewardNet(args.rm.model)
+    fit = train_reward(net, data, replace(args.rm.train, seed=seed))
+    rm_s = time.perf_counter() - start
+
+    # OrchRM node by node: each leaf's one-node plans scored, as probabilities (Platt on the train items)
+    fit_platt = platt(rm_rewards(net, task_features(emb_tr, train_items.domains), plans_tr),
+                      np.where(train_items.available(), train_items.score, np.nan))  # fmt: skip
+
+    # held-out: test items' pairs, test composites' pairs
+    plans_te = table_plan_features(context, emb_te, test_items.domains)
+    items = held_out_pairs(net, test_items, task_features(emb_te, test_items.domains), plans_te,
+                           np.nan_to_num(test_items.cost) / cost_ref)  # fmt: skip
+    on_test = Sampler(learned, test, test_batch, test_rows, lam)
+    drawn = [on_test.sample(args.n, seed + 1000 * k) for k in range(args.draws)]
+    greedy = on_test.greedy()
+    est_te = leaf_estimates(test_rows, plans_te, None, cost_ref)
+    prob_te = leaf_probabilities(rm_rewards(net, task_features(emb_te, test_items.domains), plans_te), fit_platt)
+    estimate_te = plans_te[..., PAIR_DIM].astype(np.float64)  # the calibration's per-item estimate, no OrchRM
+    benchmark_te = benchmark_accuracy(test_items)  # a ceiling: it reads the test items' outcomes
+    tasks_te = learned._node_tasks(test)
+    made_te = composite_pairs(test, drawn[0], greedy, costing, seed=seed + 1)
+    held = pair_tensors(made_te, test, tasks_te, est_te, costing, cost_ref)
+    multi = multi_node(made_te, test, costing)
+    pairs = {
+        **pair_metrics(net, held.take(np.flatnonzero(multi)), "multi_node"),
+        **pair_metrics(net, held, "all"),
+        **{k: v for k, v in items.items() if "[" not in k},
+    }
+
+    # best-of-N
+    price_in = np.array([prices.get(model, {}).get("input_per_mtok", np.nan) for model, _ in table.pairs]) / 1e6
+    dom_cost = context.calibration.domain_cost[domain_indices(test_items.domains)]
+    prompt_est = prompt_cost_estimate(train_items, test_items, price_in, dom_cost)  # [test rows, p] USD
+    spend_te = LeafEstimates(est_te.rows, est_te.plans, prompt_est)
+    flat = [c for c in test for _ in range(args.n)]
+
+    def judge(plans: Sequence[Plan]) -> tuple[np.ndarray, np.ndarray]:
+        outcomes = [costing.outcome(c, p) for c, p in zip(test, plans, strict=True)]
+        return np.array([o.score for o in outcomes]), np.array([o.cost for o in outcomes])
+
+    g_score, g_cost = judge(greedy)
+    _, g_est = plan_features(test, greedy, spend_te, costing, cost_ref)
+    per_draw: list[dict[str, dict[str, float]]] = []
+    split_rate = []
+    for candidates in drawn:
+        cand = [p for row in candidates for p in row]
+        feats, _ = plan_features(flat, cand, est_te, costing, cost_ref)
+        _, est = plan_features(flat, cand, spend_te, costing, cost_ref)
+        outcomes = [costing.outcome(c, p) for c, p in zip(flat, cand, strict=True)]
+        shape = (len(test), args.n)
+        score = np.array([o.score for o in outcomes]).reshape(shape)
+        cost = np.array([o.cost for o in outcomes]).reshape(shape)
+        est = est.reshape(shape)
+        task_rows = np.repeat(tasks_te, args.n, axis=0)
+        reward = reward_of(net, task_rows, feats, lam).reshape(shape)
+        reward_acc = reward_of(net, task_rows, feats, 0.0).reshape(shape)
+        by_node = node_scores(flat, cand, est_te.rows, prob_te, costing).reshape(shape)
+        by_estimate = node_scores(flat, cand, est_te.rows, estimate_te, costing).reshape(shape)
+        by_benchmark = node_scores(flat, cand, est_te.rows, benchmark_te, costing).reshape(shape)
+        split_rate.append(float(np.mean([o.decomposed for o in outcomes])))
+        matched, at_greedy = float(est.mean()), float(g_est.mean())
+
+        def pick(chosen: np.ndarray, score: np.ndarray = score, cost: np.ndarray = cost) -> dict[str, float]:
+            rows = np.arange(len(chosen))
+            return {"score": float(score[rows, chosen].mean()), "cost": float(cost[rows, chosen].mean())}
+
+        per_draw.append(
+            {
+                "n1": {"score": float(score.mean()), "cost": float(cost.mean())},
+                "rm": pick(reward.argmax(1)),
+                "rm_matched": pick(select_matched(reward_acc, est, matched)),
+                "rm_node": pick(select_matched(by_node, est, matched)),
+                "oracle": {"score": float(score.max(1).mean()), "cost": float(cost.sum(1).mean())},
+                "greedy": {"score": float(g_score.mean()), "cost": float(g_cost.mean())},
+                "rm_at_greedy": pick(select_matched(reward_acc, est, at_greedy)),
+                "rm_node_at_greedy": pick(select_matched(by_node, est, at_greedy)),
+                "estimate_node": pick(select_matched(by_estimate, est, matched)),
+                "benchmark_ceiling": pick(select_matched(by_benchmark, est, matched)),
+            }
+        )
+    lines = {name: {k: float(np.mean([d[name][k] for d in per_draw])) for k in ("score", "cost")} for name in LINES}
+    gains = {name: [100 * (d[a]["score"] - d[b]["score"]) for d in per_draw] for name, (a, b) in GAINS.items()}
+    return {
+        "seed": seed,
+        "planner": planner,
+        "train_composites": len(train),
+        "test_composites": len(test),
+        "rm_pairs": {str(k): int(v) for k, v in zip(*np.unique(data.source, return_counts=True), strict=True)},
+        "test_pairs": {s: int(sum(x == s for x in made_te.source)) for s in COMPOSITE_SOURCES},
+        "rm_fit": {k: v for k, v in fit.items() if not k.startswith("train/pairs/")},
+        "pairs": pairs,
+        "lines": lines,
+        "draw_gains": gains,
+        "candidate_decompose_rate": float(np.mean(split_rate)),
+        "greedy_decompose_rate": float(
+            np.mean([costing.outcome(c, p).decomposed for c, p in zip(test, greedy, strict=True)])
+        ),
+        "time/policy_s": policy_s,
+        "time/rm_s": rm_s,
+    }
+
+
+def report(results: list[dict[str, Any]], args: argparse.Namespace) -> None:
+    print(f"\n{ASSUMPTIONS}")
+    print(f"\nOrchRM on held-out composite plans ({len(results)} seed(s); test parts unseen in training)")
+    keys = sorted(k for k in results[0]["pairs"] if "/accuracy" in k)
+    for key in keys:
+        count = int(results[0]["pairs"].get(key.replace("/accuracy", "/pairs"), 0))
+        print(
+            f"  {key:50s} {mean_sd([r['pairs'][key] for r in results])}   ({count} pairs in seed {results[0]['seed']})"
+        )
+    print(f"\nBest-of-{args.n} at λ={args.lam}, each seed the mean over {args.draws} draws of the candidates")
+    print("  (score: the mean over test composites of their leaves' mean recorded score; $ per composite, executed)")
+    for line in LINES:
+        rows = [r["lines"][line] for r in results]
+        cost = np.mean([x["cost"] for x in rows])
+        print(f"  {line:18s} score {mean_sd([x['score'] for x in rows])}  ${cost:.3e}")
+    for name in GAINS:
+        means = [float(np.mean(r["draw_gains"][name])) for r in results]
+        print(f"  {name}: {mean_sd(means, sign='+')} points")
+    print(
+        "  decompose rate: candidates "
+        + ", ".join(f"{r['candidate_decompose_rate']:.2f}" for r in results)
+        + "; greedy "
+        + ", ".join(f"{r['greedy_decompose_rate']:.2f}" for r in results)
+    )
+    print(
+        "times (s): "
+        + ", ".join(f"seed {r['seed']}: policy {r['time/policy_s']:.0f}, RM {r['time/rm_s']:.0f}" for r in results)
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m orchestrator.evaluate_rm_composite", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument("--outcomes", nargs="+", type=Path, default=list(DEFAULT_OUTCOMES), help="outcome files")
+    parser.add_argument("--prices", type=Path, help="prices.json (default: the one beside the first --outcomes file)")
+    parser.add_argument("--seeds", type=cli.int_list, default=[0, 1, 2], help="comma-separated seeds")
+    parser.add_argument("--train-count", type=cli.positive, default=2000, help="train composites per seed")
+    parser.add_argument("--test-count", type=cli.positive, default=1000, help="test composites per seed")
+    parser.add_argument("--n", type=cli.positive, default=8, help="candidate plans per composite (best-of-N)")
+    parser.add_argument("--draws", type=cli.positive, default=10, help="draws of the N candidates, averaged")
+    parser.add_argument("--lam", type=cli.finite, default=0.05, help="cost preference λ for sampling and scoring")
+    parser.add_argument("--penalty", type=cli.finite, default=0.0, help="interference penalty per extra delegated part")
+    parser.add_argument("--planner", help="the planner model (default: the cheapest priced one)")
+    parser.add_argument("--rm-config", type=Path, help="JSON config of OrchRM (as train_rm --config)")
+    parser.add_argument("--policy-config", type=Path, help="JSON config of the learned policy and its decompose head")
+    parser.add_argument("--json", type=Path, help="write every figure here")
+    args = parser.parse_args(argv)
+    for path in [*args.outcomes, *(p for p in (args.prices, args.rm_config, args.policy_config) if p)]:
+        if not path.is_file():
+            parser.error(f"no such file: {path}")
+    if args.lam < 0:
+        parser.error("--lam must be non-negative")
+    if not 0.0 <= args.penalty <= 1.0:
+        parser.error("--penalty is within [0, 1]")
+    from orchestrator.learning.method import LearnedConfig
+
+    try:
+        cli.check_output(args.json, "--json")
+        args.rm = RMConfig.from_mapping(cli.read_config(args.rm_config, "--rm-config"))
+        args.policy_config = LearnedConfig.from_mapping(
+            cli.read_config(args.policy_config, "--policy-config")
+        ).to_dict()
+        price_path = default_prices(args.outcomes, args.prices)
+        if price_path is None:
+            raise cli.InputError("no prices.json beside the outcome files: give --prices")
+        prices = read_prices(price_path)
+        table = load_routable(list(args.outcomes), prices=price_path)
+    except cli.INPUT_ERRORS as error:
+        parser.error(str(error))
+    results = []
+    for seed in args.seeds:
+        print(f"seed {seed}: fitting the policy and its head, then OrchRM ...", file=sys.stderr, flush=True)
+        try:
+            results.append(run_seed(table, args, prices, seed))
+        except (*cli.INPUT_ERRORS, ValueError) as error:
+            parser.error(str(error))
+    report(results, args)
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        body = {"n": args.n, "lam": args.lam, "draws": args.draws, "penalty": args.penalty, "assumptions": ASSUMPTIONS,
+                "seeds": results}  # fmt: skip
+        args.json.write_text(json.dumps(body, indent=1, default=float))
+        print(f"figures: {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,146 @@
+"""OrchRM over composite plans: features read per leaf, pairs from composite episodes, and the evaluation."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from orchestrator.composite import Composite, CompositeCosting, Decompose, Delegate, build_composites
+from orchestrator.composite.rm import (
+    calls_of,
+    composite_pairs,
+    leaf_estimates,
+    one_part_variants,
+    plan_features,
+    random_plan,
+)
+from orchestrator.learning.features import PAIR_DIM
+from orchestrator.reward.features import PLAN_DIM, encode_cost
+from orchestrator.reward.pairs import RIGHT
+from tests.orchestrator.test_composite import PRICE, mixed_table
+from tests.orchestrator.test_composite_learned import SMALL
+
+ACC, NODES, DEPTH, SPLIT, COST = range(PAIR_DIM, PLAN_DIM)
+
+
+def estimates(t, rows):
+    """One-node plan features with a known per-item accuracy (0.1·row % 1 per pair offset) and cost."""
+    p = t.n_pairs
+    plans = np.zeros((len(rows), p, PLAN_DIM), dtype=np.float32)
+    for n, r in enumerate(rows):
+        plans[n, :, :PAIR_DIM] = r
+        plans[n, :, ACC] = [0.2, 0.5, 0.9][:p]
+    cost = np.tile(np.arange(1, p + 1, dtype=float), (len(rows), 1))
+    return leaf_estimates(rows, plans, cost, 1.0)
+
+
+def test_a_plan_is_read_leaf_by_leaf() -> None:
+    t = mixed_table(40)
+    costing = CompositeCosting(t, planner_price=PRICE, penalty=0.1)
+    inner = Composite("c.2", (2, 4), "same_domain", False)
+    c = Composite("c", (0, inner, 6), "same_domain", False)
+    est = estimates(t, [0, 2, 4, 6])
+
+    whole = Delegate(2)
+    calls = calls_of(c, whole, costing)
+    assert (calls.nodes, calls.depth, calls.planned) == (1, 1, [])
+    assert [(r, col) for r, col, _ in calls.leaves] == [(0, 2), (2, 2), (4, 2), (6, 2)]
+    feats, spend = plan_features([c], [whole], est, costing, 1.0)
+    assert feats[0, ACC] == pytest.approx(0.9 * (1 - 0.1 * 3))  # the interference factor of 4 parts in one call
+    assert feats[0, NODES] == pytest.approx(1 / 8) and feats[0, DEPTH] == pytest.approx(1 / 4) and feats[0, SPLIT] == 0
+    assert spend[0] == pytest.approx(4 * 3.0) and feats[0, COST] == pytest.approx(encode_cost(np.asarray(12.0)))
+    assert feats[0, :PAIR_DIM] == pytest.approx(np.full(PAIR_DIM, 3.0))  # the mean of the leaves' descriptors
+
+    split = Decompose((0, Decompose((1, 0)), 2))  # the nested part planned again
+    calls = calls_of(c, split, costing)
+    assert (calls.nodes, calls.depth, [n.key for n in calls.planned]) == (4, 3, ["c", "c.2"])
+    feats, spend = plan_features([c], [split], est, costing, 1.0)
+    assert feats[0, ACC] == pytest.approx(np.mean([0.2, 0.5, 0.2, 0.9]))
+    assert feats[0, SPLIT] == 1 and feats[0, NODES] == pytest.approx(4 / 8) and feats[0, DEPTH] == pytest.approx(3 / 4)
+    planners = costing.planner_cost(c) + costing.planner_cost(inner)
+    assert planners > 0 and spend[0] == pytest.approx(1 + 2 + 1 + 3 + planners)
+    one = Decompose((0, Delegate(1), 2))  # the nested part delegated: one call for its two leaves
+    assert calls_of(c, one, costing).nodes == 3 and calls_of(c, one, costing).depth == 2
+
+
+def test_pairs_from_composite_episodes_hold_what_their_kind_says() -> None:
+    t = mixed_table(80)
+    costing = CompositeCosting(t, planner_price=PRICE)
+    made = build_composites(t, range(40), count=60, seed=4)  # the first source: m2 recorded on every item
+    rng = np.random.default_rng(0)
+    candidates = [[random_plan(c, costing, rng) for _ in range(4)] for c in made]
+    greedy = [Decompose(tuple(2 if isinstance(p, int) else Delegate(2) for p in c.parts)) for c in made]  # m2: right
+    pairs = composite_pairs(made, candidates, greedy, costing, seed=0)
+    kinds = set(pairs.source)
+    assert kinds == {"decomposed_vs_delegated", "one_part", "specialized_over_base"}
+    for i, win, lose, source in zip(pairs.composite, pairs.win, pairs.lose, pairs.source, strict=True):
+        c = made[i]
+        good, bad = costing.outcome(c, win), costing.outcome(c, lose)
+        if source == "decomposed_vs_delegated":
+            assert good.score >= RIGHT > bad.score and {type(win), type(lose)} == {Decompose, Delegate}
+        elif source == "one_part":
+            differ = [n for n, (a, b) in enumerate(zip(win.parts, lose.parts, strict=True)) if a != b]
+            assert len(differ) == 1 and good.score > bad.score
+        else:
+            assert win == greedy[i] and good.score >= RIGHT and (bad.score < RIGHT or bad.cost >= good.cost)
+
+
+def test_no_one_part_pair_where_every_pair_agrees_on_every_part() -> None:
+    t = mixed_table(40)
+    costing = CompositeCosting(t, planner_price=PRICE)
+    c = Composite("c", (0, 2), "same_domain", False)  # math items: m0 and m2 right, m1 wrong
+    assert one_part_variants(c, Delegate(2), costing, np.random.default_rng(0)) is None
+    good, bad = one_part_variants(c, Decompose((0, 0)), costing, np.random.default_rng(0))
+    assert costing.outcome(c, good).score == 1.0 and costing.outcome(c, bad).score == 0.5
+
+
+def test_the_evaluation_reports_held_out_pairs_and_best_of_n(tmp_path, capsys) -> None:
+    from orchestrator.evaluate_rm_composite import LINES, main
+    from tests.orchestrator.synthetic import record, write
+
+    records = [
+        record(f"{k}", model, score, 0.1 if model != "m2" else 2.0, domain="math" if k % 2 == 0 else "code",
+               split="test" if k % 4 in (0, 1) else "train", prompt=f"{'math' if k % 2 == 0 else 'code'} task {k}")
+        for k in range(60)
+        for model, score in (("m0", float(k % 2 == 0)), ("m1", float(k % 2 == 1)), ("m2", float(k % 3 != 0)))
+    ]  # fmt: skip
+    path = write(tmp_path / "synth.jsonl", records)
+    prices = tmp_path / "prices.json"
+    prices.write_text(json.dumps({"m0": {"input_per_mtok": 0.1, "output_per_mtok": 0.1}}))
+    policy = tmp_path / "policy.json"
+    policy.write_text(json.dumps({**SMALL, "decompose": {"epochs": 20, "rl_iterations": 2}}))
+    rm = tmp_path / "rm.json"
+    rm.write_text(json.dumps({"model": {"hidden": 8}, "train": {"epochs": 2, "threads": 1}}))
+    argv = ["--outcomes", str(path), "--prices", str(prices), "--seeds", "0", "--train-count", "40",
+            "--test-count", "30", "--n", "4", "--draws", "2", "--policy-config", str(policy), "--rm-config", str(rm),
+            "--json", str(tmp_path / "out.json")]  # fmt: skip
+    assert main(argv) == 0
+    printed = capsys.readouterr().out
+    assert "Assumptions: a delegated call scores each part" in printed
+    assert "multi_node/accuracy" in printed and "rm_matched-n1" in printed and "rm_at_greedy-greedy" in printed
+    report = json.loads((tmp_path / "out.json").read_text())
+    seed = report["seeds"][0]
+    assert set(seed["lines"]) == set(LINES) and len(seed["draw_gains"]["rm_matched-n1"]) == 2
+    assert seed["rm_pairs"].get("one_part", 0) > 0 and "correct_over_incorrect" in seed["rm_pairs"]
+    assert 0 <= seed["pairs"]["multi_node/accuracy"] <= 1 and seed["pairs"]["multi_node/pairs"] > 0
+    lines = seed["lines"]
+    assert lines["oracle"]["score"] >= max(lines[n]["score"] for n in ("n1", "rm", "rm_matched")) - 1e-9
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--lam", "-1"], "--lam must be non-negative"),
+        (["--penalty", "2"], "--penalty is within [0, 1]"),
+        (["--outcomes", "/nonexistent.jsonl"], "no such file: /nonexistent.jsonl"),
+        (["--n", "0"], "argument --n"),
+    ],
+)
+def test_bad_arguments_fail_in_one_line(argv, message, capsys) -> None:
+    from orchestrator.evaluate_rm_composite import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    assert exit_.value.code == 2 and message in capsys.readouterr().err
