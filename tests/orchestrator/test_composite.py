@@ -148,19 +148,26 @@ def test_routing_each_part_beats_one_dear_pair_where_the_parts_want_different_mo
     assert np.mean([o.score for o in one_call]) < 0.9  # no cheap pair is right on both kinds of part
 
 
-def test_the_evaluation_prints_its_assumptions_and_a_sensitivity_table(tmp_path, capsys) -> None:
-    from orchestrator.evaluate_composite import main
+def mixed_files(folder, n: int = 40, m2=lambda k: 1.0):
+    """(outcome file, prices.json) of `n` math and code items as `mixed_table` has them; m2's
+    score on item k is `m2(k)`."""
     from tests.orchestrator.synthetic import record, write
 
     records = [
         record(f"{k}", model, score, 0.1 if model != "m2" else 2.0, domain="math" if k % 2 == 0 else "code",
                split="test" if k % 4 in (0, 1) else "train", prompt=f"{'math' if k % 2 == 0 else 'code'} task {k}")
-        for k in range(40)
-        for model, score in (("m0", float(k % 2 == 0)), ("m1", float(k % 2 == 1)), ("m2", 1.0))
+        for k in range(n)
+        for model, score in (("m0", float(k % 2 == 0)), ("m1", float(k % 2 == 1)), ("m2", m2(k)))
     ]  # fmt: skip
-    path = write(tmp_path / "synth.jsonl", records)
-    prices = tmp_path / "prices.json"
+    prices = folder / "prices.json"
     prices.write_text(json.dumps({"m0": {"input_per_mtok": 0.1, "output_per_mtok": 0.1}}))
+    return write(folder / "synth.jsonl", records), prices
+
+
+def test_the_evaluation_prints_its_assumptions_and_a_sensitivity_table(tmp_path, capsys) -> None:
+    from orchestrator.evaluate_composite import main
+
+    path, prices = mixed_files(tmp_path)
     out = tmp_path / "out.json"
     argv = ["--outcomes", str(path), "--prices", str(prices), "--seeds", "0,1", "--train-count", "40",
             "--test-count", "30", "--methods", "always_delegate,always_decompose", "--sensitivity", "0,0.2",

@@ -95,17 +95,9 @@ def test_the_evaluation_reports_the_learned_policys_rates_and_decisions(tmp_path
     import json
 
     from orchestrator.evaluate_composite import main
-    from tests.orchestrator.synthetic import record, write
+    from tests.orchestrator.test_composite import mixed_files
 
-    records = [
-        record(f"{k}", model, score, 0.1 if model != "m2" else 2.0, domain="math" if k % 2 == 0 else "code",
-               split="test" if k % 4 in (0, 1) else "train", prompt=f"{'math' if k % 2 == 0 else 'code'} task {k}")
-        for k in range(40)
-        for model, score in (("m0", float(k % 2 == 0)), ("m1", float(k % 2 == 1)), ("m2", 1.0))
-    ]  # fmt: skip
-    path = write(tmp_path / "synth.jsonl", records)
-    prices = tmp_path / "prices.json"
-    prices.write_text(json.dumps({"m0": {"input_per_mtok": 0.1, "output_per_mtok": 0.1}}))
+    path, prices = mixed_files(tmp_path)
     config = tmp_path / "small.json"
     config.write_text(json.dumps({**SMALL, "decompose": {"epochs": 20, "rl_iterations": 2}}))
     argv = ["--outcomes", str(path), "--prices", str(prices), "--seeds", "0", "--train-count", "30",

@@ -19,7 +19,7 @@ from orchestrator.composite.rm import (
 from orchestrator.learning.features import PAIR_DIM
 from orchestrator.reward.features import PLAN_DIM, encode_cost
 from orchestrator.reward.pairs import RIGHT
-from tests.orchestrator.test_composite import PRICE, mixed_table
+from tests.orchestrator.test_composite import PRICE, mixed_files, mixed_table
 from tests.orchestrator.test_composite_learned import SMALL
 
 ACC, NODES, DEPTH, SPLIT, COST = range(PAIR_DIM, PLAN_DIM)
@@ -98,17 +98,8 @@ def test_no_one_part_pair_where_every_pair_agrees_on_every_part() -> None:
 
 def test_the_evaluation_reports_held_out_pairs_and_best_of_n(tmp_path, capsys) -> None:
     from orchestrator.evaluate_rm_composite import LINES, main
-    from tests.orchestrator.synthetic import record, write
 
-    records = [
-        record(f"{k}", model, score, 0.1 if model != "m2" else 2.0, domain="math" if k % 2 == 0 else "code",
-               split="test" if k % 4 in (0, 1) else "train", prompt=f"{'math' if k % 2 == 0 else 'code'} task {k}")
-        for k in range(60)
-        for model, score in (("m0", float(k % 2 == 0)), ("m1", float(k % 2 == 1)), ("m2", float(k % 3 != 0)))
-    ]  # fmt: skip
-    path = write(tmp_path / "synth.jsonl", records)
-    prices = tmp_path / "prices.json"
-    prices.write_text(json.dumps({"m0": {"input_per_mtok": 0.1, "output_per_mtok": 0.1}}))
+    path, prices = mixed_files(tmp_path, 60, m2=lambda k: float(k % 3 != 0))
     policy = tmp_path / "policy.json"
     policy.write_text(json.dumps({**SMALL, "decompose": {"epochs": 20, "rl_iterations": 2}}))
     rm = tmp_path / "rm.json"
