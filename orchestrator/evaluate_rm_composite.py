@@ -140,8 +140,8 @@ def benchmark_accuracy(items: OutcomeTable) -> np.ndarray:
     out = np.zeros_like(score)
     for name in set(benchmarks.tolist()):
         rows = benchmarks == name
-        with np.errstate(all="ignore"):
-            out[rows] = np.nan_to_num(np.nanmean(score[rows], axis=0), nan=0.0)
+        known = (~np.isnan(score[rows])).sum(axis=0)
+        out[rows] = np.where(known > 0, np.nansum(score[rows], axis=0) / np.maximum(known, 1), 0.0)
     return out
 
 
