@@ -81,6 +81,7 @@ def test_pairs_from_composite_episodes_hold_what_their_kind_says() -> None:
         if source == "decomposed_vs_delegated":
             assert good.score >= RIGHT > bad.score and {type(win), type(lose)} == {Decompose, Delegate}
         elif source == "one_part":
+            assert isinstance(win, Decompose) and isinstance(lose, Decompose)
             differ = [n for n, (a, b) in enumerate(zip(win.parts, lose.parts, strict=True)) if a != b]
             assert len(differ) == 1 and good.score > bad.score
         else:
@@ -92,7 +93,9 @@ def test_no_one_part_pair_where_every_pair_agrees_on_every_part() -> None:
     costing = CompositeCosting(t, planner_price=PRICE)
     c = Composite("c", (0, 2), "same_domain", False)  # math items: m0 and m2 right, m1 wrong
     assert one_part_variants(c, Delegate(2), costing, np.random.default_rng(0)) is None
-    good, bad = one_part_variants(c, Decompose((0, 0)), costing, np.random.default_rng(0))
+    variants = one_part_variants(c, Decompose((0, 0)), costing, np.random.default_rng(0))
+    assert variants is not None
+    good, bad = variants
     assert costing.outcome(c, good).score == 1.0 and costing.outcome(c, bad).score == 0.5
 
 

@@ -94,6 +94,7 @@ def test_a_stored_guide_scores_the_cells_the_tables_did_not_record(tmp_path) -> 
     assert metrics["guide/cells"] == missing.sum() == 80 and metrics["guide/platt_a"] > 0
     assert bool(played.available.all()) and played.score is not None and played.cost is not None
     known = torch.from_numpy(~missing)
+    assert batch.score is not None
     assert torch.equal(played.score[known], batch.score[known])  # a recorded cell keeps its outcome
     assert torch.equal(played.cost[~known], batch.cost_est[~known])
     stand_in = played.score[~known].numpy()
