@@ -76,6 +76,8 @@ describe("jobConfig", () => {
     expect(jobConfig("policy", "full", 1, [], true)).toEqual({ seed: 1, unseen: true });
     expect(jobConfig("policy", "full", 1, [])).toEqual({ seed: 1 });
     expect(jobConfig("reward_model", "full", 0, [], true)).toEqual({ seed: 0 });
+    expect(jobConfig("policy", "full", 1, [], false, 7)).toEqual({ seed: 1, guide: 7 });
+    expect(jobConfig("reward_model", "full", 0, [], false, 7)).toEqual({ seed: 0 });
   });
 });
 
@@ -86,5 +88,6 @@ describe("lineageSummary", () => {
     );
     expect(lineageSummary({})).toBe("–");
     expect(lineageSummary({ seed: 3, unseen: true })).toBe("seed 3 · for unseen pools");
+    expect(lineageSummary({ seed: 1, guide: 4 })).toBe("seed 1 · guided by reward model 4");
   });
 });

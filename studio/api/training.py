@@ -30,6 +30,9 @@ class TrainingConfigIn(Body):
     replaces: StrictInt | None = Field(None, description="a checkpoint of the same kind this one replaces")
     learned: dict[str, Any] | None = Field(None, description="policy: the learned policy's sections (docs/learning.md)")
     demo: StrictBool | None = Field(None, description="policy: the demo policy's job, as `make up` queues it")
+    unseen: StrictBool | None = Field(
+        None, description="policy: trained for pools of models it will not see, each calibrated on its probe"
+    )
     guide: StrictInt | None = Field(
         None, description="policy: a reward_model checkpoint's id; RL also plays unrecorded cells, scored by it"
     )

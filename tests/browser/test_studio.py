@@ -10,7 +10,7 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
-from studio.models import PreferenceLabel, PreferencePair, Run, RunEvent, User
+from studio.models import Checkpoint, PreferenceLabel, PreferencePair, Run, RunEvent, User
 from studio.services.runs import run_create
 from tests.browser.axe import assert_accessible
 from tests.browser.conftest import PASSWORD, screenshot
@@ -178,6 +178,17 @@ def test_train_then_read_the_evaluation(page: Page, live_url: str, worker: objec
     expect(page.get_by_test_id("checkpoint-row").first).to_be_visible()
     screenshot(page, "training")
     assert_accessible_at_both_sizes(page, "training (a job, its curves, a checkpoint)")
+
+    # A quick policy job guided by that reward model: the form offers it, the lineage names it.
+    page.get_by_label("Kind").select_option("policy")
+    rm = Checkpoint.objects.get(kind="reward_model")
+    page.get_by_test_id("training-guide").select_option(str(rm.pk))
+    page.get_by_test_id("start-training").click()
+    expect(page.get_by_test_id("job-row")).to_have_count(2)
+    guided = page.get_by_test_id("checkpoint-row").filter(has_text=f"guided by reward model {rm.pk}")
+    expect(guided).to_be_visible(timeout=150_000)
+    policy = Checkpoint.objects.get(kind="policy")
+    assert policy.lineage["guide"] == rm.pk and "guide/cells" in policy.metrics
 
     # A quick evaluation: the learned policy's λ sweep against every baseline, on the outcome
     # file the quick training read (its prompts are embedded now; the default file's 2,300

@@ -80,6 +80,8 @@ def test_a_bad_policy_config_is_named_before_the_job_is_queued(api_as) -> None:
     )
     good = {"learned": {"sft": {"epochs": 2}, "rl": {"iterations": 0}}, "seed": 1}
     assert api.post("/training/jobs", {"kind": "policy", "config": good}).status_code == 201
+    # the Training page's "For unseen pools" sends this
+    assert api.post("/training/jobs", {"kind": "policy", "config": {**good, "unseen": True}}).status_code == 201
 
 
 def test_a_guide_is_a_reward_model_whose_file_is_there(api_as, tmp_path: Path) -> None:
@@ -96,6 +98,8 @@ def test_a_guide_is_a_reward_model_whose_file_is_there(api_as, tmp_path: Path) -
         ):
             response = api.post("/training/jobs", {"kind": "policy", "config": {"guide": guide}})
             assert response.status_code == 422 and message in response.json_body["detail"]
+        response = api.post("/training/jobs", {"kind": "policy", "config": {"guide": rm.pk, "unseen": True}})
+        assert response.status_code == 422 and "does not go with unseen" in response.json_body["detail"]
         assert TrainingJob.objects.count() == 0
         created = api.post("/training/jobs", {"kind": "policy", "config": {"guide": rm.pk}})
         assert created.status_code == 201 and created.json_body["config"]["guide"] == rm.pk

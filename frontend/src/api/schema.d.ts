@@ -2178,6 +2178,11 @@ export interface components {
              * @default 0
              */
             seed: number;
+            /**
+             * Unseen
+             * @description policy: trained for pools of models it will not see, each calibrated on its probe
+             */
+            unseen?: boolean | null;
         };
         /** TrainingJobDetailOut */
         TrainingJobDetailOut: {

@@ -1,10 +1,10 @@
-// Start a training job: its kind, size, seed and outcome files.
+// Start a training job: its kind, size, seed and outcome files; a policy's guide.
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState, type FormEvent } from "react";
 
-import { api, withFirst, type Page } from "../../api/client";
+import { api, fetchEvery, withFirst, type Page } from "../../api/client";
 import { keys } from "../../api/queryKeys";
-import type { EvaluationOptions, TrainingJob } from "../../api/types";
+import type { Checkpoint, EvaluationOptions, TrainingJob } from "../../api/types";
 import { SeedField } from "../../components/JobForm";
 import { ErrorText, Loading } from "../../components/States";
 import { jobConfig, QUICK_OUTCOMES, type Kind, type Size } from "./config";
@@ -20,11 +20,17 @@ export function StartForm({ onStarted }: { onStarted: (id: number) => void }) {
   const [seed, setSeed] = useState(0);
   const [outcomes, setOutcomes] = useState<string[]>([]);
   const [unseen, setUnseen] = useState(false);
+  const [guide, setGuide] = useState<number | null>(null);
+  const checkpoints = useQuery({
+    queryKey: keys.training.checkpoints,
+    queryFn: ({ signal }) => fetchEvery<Checkpoint>("/api/checkpoints", {}, signal),
+  });
+  const rewardModels = (checkpoints.data?.items ?? []).filter((c) => c.kind === "reward_model");
   const start = useMutation({
     mutationFn: () =>
       api<TrainingJob>("/api/training/jobs", {
         method: "POST",
-        body: { kind, config: jobConfig(kind, size, seed, outcomes, unseen) },
+        body: { kind, config: jobConfig(kind, size, seed, outcomes, unseen, guide) },
       }),
     onSuccess: (job) => {
       // The list shows the new job at once (and so keeps looking while it runs).
@@ -64,6 +70,23 @@ export function StartForm({ onStarted }: { onStarted: (id: number) => void }) {
             title="For pools of models it never trained on, each calibrated on its own probe outcomes"
           >
             <input type="checkbox" checked={unseen} onChange={(e) => setUnseen(e.target.checked)} /> For unseen pools
+          </label>
+        )}
+        {kind === "policy" && (
+          <label title="RL also plays the cells the outcome files did not record, scored by this reward model">
+            Guide
+            <select
+              value={guide ?? ""}
+              onChange={(e) => setGuide(e.target.value === "" ? null : Number(e.target.value))}
+              data-testid="training-guide"
+            >
+              <option value="">None</option>
+              {rewardModels.map((c) => (
+                <option key={c.id} value={c.id}>
+                  {c.name}
+                </option>
+              ))}
+            </select>
           </label>
         )}
         <button type="submit" className="primary" data-testid="start-training" disabled={start.isPending}>

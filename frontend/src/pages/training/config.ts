@@ -15,12 +15,15 @@ export const QUICK_OUTCOMES = ["reflexion.jsonl.gz"];
 
 // `unseen` (policies only): trained for pools of other models, each calibrated on its own
 // probe outcomes (a pool's calibration source), as the unseen-pool evaluation trains it.
+// `guide` (policies only): a reward model's checkpoint id; RL also plays the cells the
+// outcome files did not record, scored by it (train_policy --guide).
 export function jobConfig(
   kind: Kind,
   size: Size,
   seed: number,
   outcomes: string[],
   unseen = false,
+  guide: number | null = null,
 ): Record<string, unknown> {
   const chosen = outcomes.length > 0 ? outcomes : size === "quick" ? QUICK_OUTCOMES : [];
   return {
@@ -28,6 +31,7 @@ export function jobConfig(
     ...(chosen.length > 0 ? { outcomes: chosen } : {}),
     ...(size === "quick" ? QUICK_CONFIG[kind] : {}),
     ...(kind === "policy" && unseen ? { unseen: true } : {}),
+    ...(kind === "policy" && guide !== null ? { guide } : {}),
   };
 }
 
@@ -37,6 +41,7 @@ export function lineageSummary(lineage: Record<string, unknown>): string {
   if (typeof lineage.seed === "number") parts.push(`seed ${lineage.seed}`);
   if (typeof lineage.live_runs === "number") parts.push(`${lineage.live_runs} live runs`);
   if (lineage.unseen === true) parts.push("for unseen pools");
+  if (typeof lineage.guide === "number") parts.push(`guided by reward model ${lineage.guide}`);
   if (typeof lineage.pairs === "number") parts.push(`${lineage.pairs} pairs`);
   if (typeof lineage.run_pairs === "number") parts.push(`${lineage.run_pairs} run pairs`);
   if (typeof lineage.replaces === "string") parts.push(`replaced ${lineage.replaces} as the default`);
