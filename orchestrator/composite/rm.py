@@ -36,7 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from orchestrator.composite.build import Composite, domain_of
+from orchestrator.composite.build import Composite
 from orchestrator.composite.outcome import CompositeCosting, Decompose, Delegate, Plan, Solve
 from orchestrator.learning.features import PAIR_DIM
 from orchestrator.reward.features import COST, PLAN_DIM, encode_cost
@@ -275,10 +275,6 @@ def pair_tensors(
         lam_lo=lo,
         lam_hi=hi,
     )
-
-
-def node_domains(composites: Sequence[Composite], costing: CompositeCosting) -> list[str]:
-    return [domain_of(c, costing.table) for c in composites]
 
 
 def leaf_probabilities(accuracy: np.ndarray, platt: tuple[float, float]) -> np.ndarray:
