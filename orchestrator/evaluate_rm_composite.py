@@ -19,9 +19,14 @@ train items, the test ones from the test items: no test part is seen in training
    `--draws` times: n1 (one sampled plan), rm, rm_matched (OrchRM's accuracy score, the best it
    can pick for a mean *estimated* cost of at most n1's), oracle, greedy (the policy's most
    likely plan: the head's decisions, each part's most likely pair) and rm_at_greedy (held to
-   the greedy plan's estimated cost). A plan's estimated cost is known before it runs: each
-   call's prompt tokens at the pair's input price plus its mean output cost on the train items
-   of the item's domain, and the planner calls' estimated tokens.
+   the greedy plan's estimated cost); rm_node and rm_node_at_greedy pick the same way on OrchRM
+   node by node (`composite.rm.node_scores`: each leaf's one-node plan, Platt-scaled on the train
+   items, averaged over the leaves); estimate_node on the policy's own per-item estimate (what
+   OrchRM adds); benchmark_ceiling on each pair's accuracy over the test items of the leaf's
+   benchmark (it reads test outcomes: a ceiling for benchmark-level estimates, not a method).
+   A plan's estimated cost is known before it runs: each call's prompt tokens at the pair's
+   input price plus its mean output cost on the train items of the item's domain, and the
+   planner calls' estimated tokens.
 
 Each part is one call (the pair scorer's first pick, as `evaluate_rm` samples items): the
 policy's escalations are not among the candidates. The two assumptions of `composite.outcome`
