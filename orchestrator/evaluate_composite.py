@@ -66,15 +66,20 @@ def make_method(name: str, args: argparse.Namespace) -> CompositeMethod:
     return LearnedComposite(args.learned)
 
 
-def parse_args(argv: Sequence[str] | None) -> tuple[argparse.ArgumentParser, argparse.Namespace]:
-    parser = argparse.ArgumentParser(
-        prog="python -m orchestrator.evaluate_composite", description=__doc__.split("\n\n")[0]
-    )
+def add_draw_arguments(parser: argparse.ArgumentParser) -> None:
+    """The outcome files, prices, seeds and composite counts, shared with `evaluate_rm_composite`."""
     parser.add_argument("--outcomes", nargs="+", type=Path, default=list(DEFAULT_OUTCOMES), help="outcome files")
     parser.add_argument("--prices", type=Path, help="prices.json (default: the one beside the first --outcomes file)")
     parser.add_argument("--seeds", type=cli.int_list, default=[0, 1, 2], help="comma-separated seeds")
     parser.add_argument("--train-count", type=cli.positive, default=2000, help="train composites per seed")
     parser.add_argument("--test-count", type=cli.positive, default=1000, help="test composites per seed")
+
+
+def parse_args(argv: Sequence[str] | None) -> tuple[argparse.ArgumentParser, argparse.Namespace]:
+    parser = argparse.ArgumentParser(
+        prog="python -m orchestrator.evaluate_composite", description=__doc__.split("\n\n")[0]
+    )
+    add_draw_arguments(parser)
     parser.add_argument("--methods", default=",".join(METHODS), help=f"subset of {','.join(METHODS)}")
     parser.add_argument(
         "--learned-config", type=Path, help="JSON config of the learned policy (and its decompose head)"

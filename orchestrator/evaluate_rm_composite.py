@@ -64,7 +64,7 @@ from orchestrator.composite.rm import (
     plan_features,
     sampled_plan,
 )
-from orchestrator.evaluate_composite import ASSUMPTIONS, DEFAULT_OUTCOMES
+from orchestrator.evaluate_composite import ASSUMPTIONS, add_draw_arguments
 from orchestrator.evaluate_rm import held_out_pairs, mean_sd, sample_candidates
 from orchestrator.learning.decompose import encoded
 from orchestrator.learning.episode import EpisodeBatch, rollout
@@ -335,11 +335,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m orchestrator.evaluate_rm_composite", description=__doc__.split("\n\n")[0]
     )
-    parser.add_argument("--outcomes", nargs="+", type=Path, default=list(DEFAULT_OUTCOMES), help="outcome files")
-    parser.add_argument("--prices", type=Path, help="prices.json (default: the one beside the first --outcomes file)")
-    parser.add_argument("--seeds", type=cli.int_list, default=[0, 1, 2], help="comma-separated seeds")
-    parser.add_argument("--train-count", type=cli.positive, default=2000, help="train composites per seed")
-    parser.add_argument("--test-count", type=cli.positive, default=1000, help="test composites per seed")
+    add_draw_arguments(parser)
     parser.add_argument("--n", type=cli.positive, default=8, help="candidate plans per composite (best-of-N)")
     parser.add_argument("--draws", type=cli.positive, default=10, help="draws of the N candidates, averaged")
     parser.add_argument("--lam", type=cli.finite, default=0.05, help="cost preference λ for sampling and scoring")
