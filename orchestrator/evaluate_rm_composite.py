@@ -26,7 +26,9 @@ train items, the test ones from the test items: no test part is seen in training
    benchmark (it reads test outcomes: a ceiling for benchmark-level estimates, not a method).
    A plan's estimated cost is known before it runs: each call's prompt tokens at the pair's
    input price plus its mean output cost on the train items of the item's domain, and the
-   planner calls' estimated tokens.
+   planner calls' estimated tokens. A selection's executed cost runs above its estimate, so
+   each scorer's budget is a share of the target fitted on the train composites: the largest
+   at which its picks there execute within the reference's cost (`budget_scale`).
 
 Each part is one call (the pair scorer's first pick, as `evaluate_rm` samples items): the
 policy's escalations are not among the candidates. The two assumptions of `composite.outcome`
@@ -40,7 +42,7 @@ import json
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -157,6 +159,81 @@ def reward_of(net: RewardNet, tasks: np.ndarray, feats: np.ndarray, lam: float) 
     return scores
 
 
+SCORERS = ("reward", "plan", "node", "estimate", "benchmark")
+
+
+@dataclass(frozen=True)
+class Candidates:
+    """N plans per composite, judged: recorded score and executed cost, and what each scorer
+    makes of them before they run ([composites, N] each)."""
+
+    score: np.ndarray
+    cost: np.ndarray  # executed, USD
+    est: np.ndarray  # estimated, USD
+    by: dict[str, np.ndarray]  # SCORERS -> score
+    decomposed: float  # the share of the plans that decompose the root
+
+
+@dataclass(frozen=True)
+class Judge:
+    """Scores candidate plans: OrchRM's plan-level reward at λ ("reward") and its accuracy ("plan"),
+    and node by node on each leaf score given (`node_scores`)."""
+
+    net: RewardNet
+    costing: CompositeCosting
+    cost_ref: float
+    lam: float
+
+    def __call__(
+        self, composites: Sequence[Composite], candidates: Sequence[Sequence[Plan]], estimates: LeafEstimates,
+        spend: LeafEstimates, leaf: dict[str, np.ndarray], tasks: np.ndarray,
+    ) -> Candidates:  # fmt: skip
+        n = len(candidates[0])
+        flat = [c for c in composites for _ in range(n)]
+        plans = [p for row in candidates for p in row]
+        shape = (len(composites), n)
+        feats, _ = plan_features(flat, plans, estimates, self.costing, self.cost_ref)
+        _, est = plan_features(flat, plans, spend, self.costing, self.cost_ref)
+        outcomes = [self.costing.outcome(c, p) for c, p in zip(flat, plans, strict=True)]
+        task_rows = np.repeat(tasks, n, axis=0)
+        by = {
+            "reward": reward_of(self.net, task_rows, feats, self.lam),
+            "plan": reward_of(self.net, task_rows, feats, 0.0),
+            **{name: node_scores(flat, plans, estimates.rows, values, self.costing) for name, values in leaf.items()},
+        }
+        return Candidates(
+            score=np.array([o.score for o in outcomes]).reshape(shape),
+            cost=np.array([o.cost for o in outcomes]).reshape(shape),
+            est=est.reshape(shape),
+            by={name: values.reshape(shape) for name, values in by.items()},
+            decomposed=float(np.mean([o.decomposed for o in outcomes])),
+        )
+
+
+def spend_of(estimates: LeafEstimates, train: OutcomeTable, items: OutcomeTable, price_in: np.ndarray,
+             context: Any) -> LeafEstimates:  # fmt: skip
+    """`estimates` with each pair's cost on each item as known before it runs (`prompt_cost_estimate`)."""
+    dom_cost = context.calibration.domain_cost[domain_indices(items.domains)]
+    return LeafEstimates(estimates.rows, estimates.plans, prompt_cost_estimate(train, items, price_in, dom_cost))
+
+
+def budget_scale(score: np.ndarray, est: np.ndarray, cost: np.ndarray, target_est: float, target_cost: float) -> float:
+    """The largest share s of `target_est` (from 1 down to 0.5) at which `select_matched` picks
+    candidates whose mean executed cost is at most `target_cost` ([n, N] arrays)."""
+    rows = np.arange(len(score))
+
+    def executed(share: float) -> float:
+        return float(cost[rows, select_matched(score, est, share * target_est)].mean())
+
+    if executed(1.0) <= target_cost:
+        return 1.0
+    lo, hi = 0.5, 1.0
+    for _ in range(20):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if executed(mid) <= target_cost else (lo, mid)
+    return lo
+
+
 def multi_node(pairs: PlanPairs, composites: Sequence[Composite], costing: CompositeCosting) -> np.ndarray:
     """bool [pairs]: at least one of the two plans has more than one node."""
     return np.array(
@@ -194,7 +271,8 @@ def run_seed(table: OutcomeTable, args: argparse.Namespace, prices: dict[str, An
     item_data = table_pair_data(train_items, emb_tr, context, args.rm.pairs, seed=seed, chosen=chosen)
     plans_tr = table_plan_features(context, emb_tr, train_items.domains, exclude_self=True)
     est_tr = leaf_estimates(train_rows, plans_tr, None, cost_ref)
-    made_tr = composite_pairs(train, on_train.sample(args.n, seed), on_train.greedy(), costing, seed=seed)
+    samples_tr = on_train.sample(args.n, seed)
+    made_tr = composite_pairs(train, samples_tr, on_train.greedy(), costing, seed=seed)
     tasks_tr = learned._node_tasks(train)
     comp_data = pair_tensors(made_tr, train, tasks_tr, est_tr, costing, cost_ref, group_offset=table.n_items)
     data = PairTensors.concat([item_data, comp_data])
@@ -216,7 +294,6 @@ def run_seed(table: OutcomeTable, args: argparse.Namespace, prices: dict[str, An
     greedy = on_test.greedy()
     est_te = leaf_estimates(test_rows, plans_te, None, cost_ref)
     prob_te = leaf_probabilities(rm_rewards(net, task_features(emb_te, test_items.domains), plans_te), fit_platt)
-    estimate_te = plans_te[..., PAIR_DIM].astype(np.float64)  # the calibration's per-item estimate, no OrchRM
     benchmark_te = benchmark_accuracy(test_items)  # a ceiling: it reads the test items' outcomes
     tasks_te = learned._node_tasks(test)
     made_te = composite_pairs(test, drawn[0], greedy, costing, seed=seed + 1)
@@ -230,53 +307,63 @@ def run_seed(table: OutcomeTable, args: argparse.Namespace, prices: dict[str, An
 
     # best-of-N
     price_in = np.array([prices.get(model, {}).get("input_per_mtok", np.nan) for model, _ in table.pairs]) / 1e6
-    dom_cost = context.calibration.domain_cost[domain_indices(test_items.domains)]
-    prompt_est = prompt_cost_estimate(train_items, test_items, price_in, dom_cost)  # [test rows, p] USD
-    spend_te = LeafEstimates(est_te.rows, est_te.plans, prompt_est)
-    flat = [c for c in test for _ in range(args.n)]
+    spend_tr = spend_of(est_tr, train_items, train_items, price_in, context)
+    spend_te = spend_of(est_te, train_items, test_items, price_in, context)
+    leaf_tr = {
+        "node": leaf_probabilities(rm_rewards(net, task_features(emb_tr, train_items.domains), plans_tr), fit_platt),
+        "estimate": plans_tr[..., PAIR_DIM].astype(np.float64),
+        "benchmark": benchmark_accuracy(train_items),
+    }
+    leaf_te = {
+        "node": prob_te,
+        "estimate": plans_te[..., PAIR_DIM].astype(np.float64),  # the calibration's per-item estimate, no OrchRM
+        "benchmark": benchmark_te,
+    }
+    judge = Judge(net, costing, cost_ref, lam)
 
-    def judge(plans: Sequence[Plan]) -> tuple[np.ndarray, np.ndarray]:
-        outcomes = [costing.outcome(c, p) for c, p in zip(test, plans, strict=True)]
-        return np.array([o.score for o in outcomes]), np.array([o.cost for o in outcomes])
-
-    g_score, g_cost = judge(greedy)
-    _, g_est = plan_features(test, greedy, spend_te, costing, cost_ref)
+    # A selection's executed cost runs above its estimate, so each scorer's budget is scaled, on
+    # the train composites, to the largest share of the target that executes within the
+    # reference's cost there (n1's, or the greedy plan's); the test selections spend that share.
+    train_candidates = judge(train, samples_tr, est_tr, spend_tr, leaf_tr, tasks_tr)
+    train_greedy = judge(train, [[p] for p in on_train.greedy()], est_tr, spend_tr, leaf_tr, tasks_tr)
+    scale = {
+        (name, ref): budget_scale(
+            train_candidates.by[name], train_candidates.est, train_candidates.cost, est_ref, cost_ref_
+        )  # fmt: skip
+        for name in SCORERS
+        for ref, est_ref, cost_ref_ in (
+            ("n1", train_candidates.est.mean(), train_candidates.cost.mean()),
+            ("greedy", train_greedy.est.mean(), train_greedy.cost.mean()),
+        )
+    }
+    test_greedy = judge(test, [[p] for p in greedy], est_te, spend_te, leaf_te, tasks_te)
+    g_score, g_cost, g_est = test_greedy.score[:, 0], test_greedy.cost[:, 0], test_greedy.est[:, 0]
     per_draw: list[dict[str, dict[str, float]]] = []
     split_rate = []
     for candidates in drawn:
-        cand = [p for row in candidates for p in row]
-        feats, _ = plan_features(flat, cand, est_te, costing, cost_ref)
-        _, est = plan_features(flat, cand, spend_te, costing, cost_ref)
-        outcomes = [costing.outcome(c, p) for c, p in zip(flat, cand, strict=True)]
-        shape = (len(test), args.n)
-        score = np.array([o.score for o in outcomes]).reshape(shape)
-        cost = np.array([o.cost for o in outcomes]).reshape(shape)
-        est = est.reshape(shape)
-        task_rows = np.repeat(tasks_te, args.n, axis=0)
-        reward = reward_of(net, task_rows, feats, lam).reshape(shape)
-        reward_acc = reward_of(net, task_rows, feats, 0.0).reshape(shape)
-        by_node = node_scores(flat, cand, est_te.rows, prob_te, costing).reshape(shape)
-        by_estimate = node_scores(flat, cand, est_te.rows, estimate_te, costing).reshape(shape)
-        by_benchmark = node_scores(flat, cand, est_te.rows, benchmark_te, costing).reshape(shape)
-        split_rate.append(float(np.mean([o.decomposed for o in outcomes])))
-        matched, at_greedy = float(est.mean()), float(g_est.mean())
+        c = judge(test, candidates, est_te, spend_te, leaf_te, tasks_te)
+        split_rate.append(c.decomposed)
+        matched, at_greedy = float(c.est.mean()), float(g_est.mean())
 
-        def pick(chosen: np.ndarray, score: np.ndarray = score, cost: np.ndarray = cost) -> dict[str, float]:
+        def pick(chosen: np.ndarray, c: Candidates = c) -> dict[str, float]:
             rows = np.arange(len(chosen))
-            return {"score": float(score[rows, chosen].mean()), "cost": float(cost[rows, chosen].mean())}
+            return {"score": float(c.score[rows, chosen].mean()), "cost": float(c.cost[rows, chosen].mean())}
+
+        def at(name: str, ref: str, target: float, c: Candidates = c) -> dict[str, float]:
+            return pick(select_matched(c.by[name], c.est, scale[name, ref] * target))
 
         per_draw.append(
             {
-                "n1": {"score": float(score.mean()), "cost": float(cost.mean())},
-                "rm": pick(reward.argmax(1)),
-                "rm_matched": pick(select_matched(reward_acc, est, matched)),
-                "rm_node": pick(select_matched(by_node, est, matched)),
-                "oracle": {"score": float(score.max(1).mean()), "cost": float(cost.sum(1).mean())},
+                "n1": {"score": float(c.score.mean()), "cost": float(c.cost.mean())},
+                "rm": pick(c.by["reward"].argmax(1)),
+                "rm_matched": at("plan", "n1", matched),
+                "rm_node": at("node", "n1", matched),
+                "oracle": {"score": float(c.score.max(1).mean()), "cost": float(c.cost.sum(1).mean())},
                 "greedy": {"score": float(g_score.mean()), "cost": float(g_cost.mean())},
-                "rm_at_greedy": pick(select_matched(reward_acc, est, at_greedy)),
-                "rm_node_at_greedy": pick(select_matched(by_node, est, at_greedy)),
-                "estimate_node": pick(select_matched(by_estimate, est, matched)),
-                "benchmark_ceiling": pick(select_matched(by_benchmark, est, matched)),
+                "rm_at_greedy": at("plan", "greedy", at_greedy),
+                "rm_node_at_greedy": at("node", "greedy", at_greedy),
+                "estimate_node": at("estimate", "n1", matched),
+                "benchmark_ceiling": at("benchmark", "n1", matched),
             }
         )
     lines = {name: {k: float(np.mean([d[name][k] for d in per_draw])) for k in ("score", "cost")} for name in LINES}
@@ -296,6 +383,7 @@ def run_seed(table: OutcomeTable, args: argparse.Namespace, prices: dict[str, An
         "greedy_decompose_rate": float(
             np.mean([costing.outcome(c, p).decomposed for c, p in zip(test, greedy, strict=True)])
         ),
+        "budget_scale": {f"{name}@{ref}": value for (name, ref), value in scale.items()},
         "time/policy_s": policy_s,
         "time/rm_s": rm_s,
     }
@@ -324,6 +412,13 @@ def report(results: list[dict[str, Any]], args: argparse.Namespace) -> None:
         + ", ".join(f"{r['candidate_decompose_rate']:.2f}" for r in results)
         + "; greedy "
         + ", ".join(f"{r['greedy_decompose_rate']:.2f}" for r in results)
+    )
+    print(
+        "  budget share (executed within the reference's cost on the train composites): "
+        + "; ".join(
+            f"{key} " + ", ".join(f"{r['budget_scale'][key]:.3f}" for r in results)
+            for key in ("node@n1", "node@greedy", "plan@n1", "plan@greedy")
+        )
     )
     print(
         "times (s): "

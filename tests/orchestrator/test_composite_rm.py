@@ -120,8 +120,31 @@ def test_the_evaluation_reports_held_out_pairs_and_best_of_n(tmp_path, capsys) -
     assert set(seed["lines"]) == set(LINES) and len(seed["draw_gains"]["rm_matched-n1"]) == 2
     assert seed["rm_pairs"].get("one_part", 0) > 0 and "correct_over_incorrect" in seed["rm_pairs"]
     assert 0 <= seed["pairs"]["multi_node/accuracy"] <= 1 and seed["pairs"]["multi_node/pairs"] > 0
+    assert set(seed["budget_scale"]) >= {"node@n1", "node@greedy", "plan@n1", "plan@greedy"}
+    assert all(0.5 <= share <= 1.0 for share in seed["budget_scale"].values())
+    assert "budget share" in printed
     lines = seed["lines"]
     assert lines["oracle"]["score"] >= max(lines[n]["score"] for n in ("n1", "rm", "rm_matched")) - 1e-9
+
+
+def test_the_budget_shrinks_until_the_picks_execute_within_the_reference() -> None:
+    from orchestrator.evaluate_rm_composite import budget_scale
+
+    # Two candidates per composite; the better-scored one is estimated at 1.0 and executes at
+    # 1.2, the other at 1.0 both ways. The reference executes at 1.1.
+    n = 100
+    score = np.tile([1.0, 0.0], (n, 1))
+    est = np.ones((n, 2))
+    cost = np.tile([1.2, 1.0], (n, 1))
+    assert budget_scale(score, est, cost, target_est=2.0, target_cost=1.5) == 1.0  # within already
+    est = np.tile([1.0, 0.5], (n, 1))
+    share = budget_scale(score, est, cost, target_est=1.0, target_cost=1.1)
+    rows = np.arange(n)
+    from orchestrator.reward.bestofn import select_matched
+
+    chosen = select_matched(score, est, share * 1.0)
+    assert share < 1.0 and cost[rows, chosen].mean() <= 1.1 + 1e-12
+    assert cost[rows, select_matched(score, est, 1.0)].mean() > 1.1  # the full budget would overrun
 
 
 @pytest.mark.parametrize(
