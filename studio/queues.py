@@ -30,6 +30,7 @@ RUNS_RECOVER = "workers.runs_recover"
 VERIFY_RUN = "workers.verify_run"
 TRAIN = "workers.train"
 EVALUATE = "workers.evaluate"
+COLLECT = "workers.collect"
 ROUTES = {
     PING: "workers",
     EXECUTE_ATTEMPTS: "workers",
@@ -39,6 +40,7 @@ ROUTES = {
     RUNS_RECOVER: "orchestrator",
     TRAIN: "training",
     EVALUATE: "training",
+    COLLECT: "training",
 }
 
 app = Celery("orchestra")

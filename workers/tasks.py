@@ -86,10 +86,13 @@ def runs_recover(self: Task) -> None:
     lost one is simply queued again next time."""
     from django.conf import settings
 
+    from studio.services.collections import collections_resume_quiet
     from studio.services.evaluations import jobs_fail_silent
     from studio.services.scheduling import runs_recover as recover
 
     recover()
+    if count := collections_resume_quiet():
+        log.warning("%d collection(s) went quiet (their runner died?) and are queued again to resume", count)
     me = self.request.hostname or ""
     if count := jobs_fail_silent(answering=answering, me=me, after_s=settings.ORCHESTRA_WORKER_SILENT_S):
         log.warning("%d job(s) of workers that stopped answering are marked failed", count)
@@ -153,6 +156,18 @@ def train(self: Task, job_id: int) -> None:
     from workers.training import run_job
 
     run_job(job_id, worker=self.request.hostname or "")
+
+
+@app.task(
+    bind=True, name="workers.collect", acks_late=True, reject_on_worker_lost=True, time_limit=6 * 3600,
+    soft_time_limit=6 * 3600 - 60,
+)  # fmt: skip
+def collect(self: Task, collection_id: int) -> None:
+    """Run one collection (queue `training`): its cells through the provider, kept as outcomes.
+    Resumable, so safe to deliver again: recorded cells are never called again."""
+    from workers.collection import run_collection
+
+    run_collection(collection_id, worker=self.request.hostname or "")
 
 
 @app.task(bind=True, name="workers.evaluate", time_limit=3 * 3600, soft_time_limit=3 * 3600 - 60)

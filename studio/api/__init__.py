@@ -4,6 +4,7 @@ from ninja import NinjaAPI
 
 from studio.api import (
     catalog,
+    collections,
     errors,
     evaluations,
     health,
@@ -36,6 +37,7 @@ api.add_router("/tasks", tasks.router)
 api.add_router("/runs", runs.router)
 api.add_router("", training.router)
 api.add_router("", evaluations.router)
+api.add_router("", collections.router)
 api.add_router("/preferences", preferences.router)
 api.add_router("", catalog.router)
 api.add_router("/users", users.router)

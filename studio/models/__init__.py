@@ -1,5 +1,12 @@
 """The studio's entities (docs/architecture.md, "Entities")."""
 
+from studio.models.collections import (
+    COLLECTION_ACTIVE,
+    CellStatus,
+    Collection,
+    CollectionCell,
+    CollectionStatus,
+)
 from studio.models.outcomes import OutcomeImport, RecordedOutcome
 from studio.models.pools import Admissibility, ModelEndpoint, ModelPool, Primitive
 from studio.models.preferences import PairSource, PreferenceLabel, PreferencePair, Verdict
@@ -27,6 +34,11 @@ from studio.models.training import (
 from studio.models.users import ApiToken, Role, User
 
 __all__ = [
+    "COLLECTION_ACTIVE",
+    "CellStatus",
+    "Collection",
+    "CollectionCell",
+    "CollectionStatus",
     "RUN_ENDED",
     "Admissibility",
     "ApiToken",

@@ -10,7 +10,7 @@ from itertools import islice
 from pathlib import Path
 from typing import Any
 
-from django.db import connection, transaction
+from django.db import connection, models, transaction
 from psycopg import sql
 
 from orchestrator.outcomes import (
@@ -203,3 +203,23 @@ def outcomes_import(
         sha256=digest, defaults={"file_name": path.name, "records": report.records, "pool": pool}
     )
     return report
+
+
+def _record_of(row: RecordedOutcome) -> OutcomeRecord:
+    return OutcomeRecord(
+        source=row.source, item_id=row.item_id, split=row.split or None, benchmark=row.benchmark,  # type: ignore[arg-type]
+        domain=row.domain, prompt=row.prompt, gold=row.gold, model=row.model, primitive=row.primitive,
+        response=row.response, score=row.score, prompt_tokens=row.prompt_tokens,
+        completion_tokens=row.completion_tokens, cost_usd=float(row.cost_usd) if row.cost_usd is not None else None,
+        latency_s=row.latency_s,
+    )  # fmt: skip
+
+
+def outcome_records(*, sources: Iterable[str]) -> tuple[Iterator[OutcomeRecord], dict[str, int]]:
+    """The recorded outcomes of `sources` as canonical records, streamed in a stable order
+    (source, item, model, primitive), and how many each source has."""
+    wanted = list(sources)
+    rows = RecordedOutcome.objects.filter(source__in=wanted)
+    counts = {s: n for s, n in rows.values_list("source").annotate(n=models.Count("id")).values_list("source", "n")}
+    ordered = rows.order_by("source", "item_id", "model", "primitive").iterator(chunk_size=2000)
+    return (_record_of(row) for row in ordered), counts

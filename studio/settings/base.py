@@ -225,6 +225,8 @@ ORCHESTRA_MAX_TASK_CHARS = env_int("ORCHESTRA_MAX_TASK_CHARS", 100_000)
 # Provider calls: per-call timeout, and retries of transient errors (429, 5xx, timeouts).
 ORCHESTRA_PROVIDER_TIMEOUT_S = env_int("ORCHESTRA_PROVIDER_TIMEOUT_S", 60)
 ORCHESTRA_PROVIDER_MAX_RETRIES = env_int("ORCHESTRA_PROVIDER_MAX_RETRIES", 3)
+# A running collection whose runner gave no sign of life this long is queued again (it resumes).
+ORCHESTRA_COLLECTION_QUIET_S = env_int("ORCHESTRA_COLLECTION_QUIET_S", 60)
 # Simulated latency of replay/ calls: off, recorded, fixed:S, uniform:A,B, or recorded+uniform:A,B.
 ORCHESTRA_REPLAY_LATENCY: str = env_str("ORCHESTRA_REPLAY_LATENCY", "off") or "off"
 # Attempts go to the workers in batches of up to this many (one Celery message); a worker

@@ -1,0 +1,335 @@
+"""Collections: a pool's chosen (model, primitive) pairs run on chosen tasks, each result kept
+as a `RecordedOutcome` whose source is the collection's.
+
+Every cell is journaled around its provider call: `cell_start` marks it started (and counts
+the start) before the call, `cell_record` / `cell_fail` write its end in one transaction
+with the outcome row and the collection's spend. So a runner that dies leaves its in-flight
+cells `started`: the next runner calls them again (their outcome was never kept), skips every
+recorded cell (no repeated call), and books each such call as spent at the dearest cost
+its pair has had, since the provider may have billed it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import timedelta
+from decimal import Decimal
+from typing import Any
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import F, Max, Q
+from django.utils import timezone
+
+from orchestrator.outcomes import prompt_key
+from studio import queues
+from studio.crypto import decrypt_secret
+from studio.errors import Conflict, Invalid, NotFound
+from studio.models import (
+    COLLECTION_ACTIVE,
+    Admissibility,
+    CellStatus,
+    Collection,
+    CollectionCell,
+    CollectionStatus,
+    ModelPool,
+    RecordedOutcome,
+    Task,
+    User,
+)
+from studio.services.verification import ITEM_KEYS
+
+MAX_CELLS = 100_000
+MAX_CONCURRENCY = 64
+
+
+def item_id_of(task: Task) -> str:
+    """The item id a task's outcomes are kept under: its recorded item's, else `task-<id>`."""
+    return str(task.metadata.get("item_id") or f"task-{task.pk}")
+
+
+@transaction.atomic
+def collection_create(
+    *,
+    owner: User,
+    pool_id: int,
+    task_ids: Sequence[int],
+    pairs: Sequence[tuple[int, str]],
+    budget_usd: float,
+    max_concurrency: int = 4,
+    name: str = "",
+    calibrates: bool = False,
+    enqueue: bool = True,
+) -> Collection:
+    """A queued collection of every task × pair cell (pairs: (endpoint id, primitive name),
+    each admissible in the pool). A real endpoint needs tasks with a gold answer and a
+    checker; a replay endpoint, tasks of recorded items. A calibrating collection (`calibrates`)
+    makes its outcomes the pool's calibration once it succeeds: the probe outcomes the live
+    learned policy calibrates on (docs/collect.md)."""
+    pool = ModelPool.objects.filter(pk=pool_id).first()
+    if pool is None:
+        raise Invalid("pool_id", f"There is no pool {pool_id}.")
+    if not budget_usd > 0:
+        raise Invalid("budget_usd", "The budget must be a positive number of dollars.")
+    if not 1 <= max_concurrency <= MAX_CONCURRENCY:
+        raise Invalid("max_concurrency", f"Calls in flight per endpoint are 1 to {MAX_CONCURRENCY}.")
+    chosen = sorted(set(pairs))
+    if not chosen:
+        raise Invalid("pairs", "Choose at least one (endpoint, primitive) pair.")
+    allowed = {
+        (row.endpoint_id, row.primitive.name): row.endpoint
+        for row in Admissibility.objects.filter(endpoint__pool=pool, allowed=True, endpoint__enabled=True)
+        .select_related("endpoint", "primitive")
+    }  # fmt: skip
+    missing = [f"{endpoint}/{primitive}" for endpoint, primitive in chosen if (endpoint, primitive) not in allowed]
+    if missing:
+        raise Invalid("pairs", f"Not admissible in pool {pool.name!r}: {', '.join(missing)}.")
+    wanted = list(dict.fromkeys(task_ids))
+    tasks = {task.pk: task for task in Task.objects.filter(pk__in=wanted)}
+    unknown = [str(pk) for pk in wanted if pk not in tasks]
+    if not wanted or unknown:
+        raise Invalid("task_ids", f"Unknown task(s): {', '.join(unknown)}." if unknown else "Choose at least one task.")
+    if len(wanted) * len(chosen) > MAX_CELLS:
+        raise Invalid("task_ids", f"{len(wanted)} tasks × {len(chosen)} pairs is over {MAX_CELLS:,} cells.")
+    real = any(not allowed[pair].model.startswith("replay/") for pair in chosen)
+    replay = any(allowed[pair].model.startswith("replay/") for pair in chosen)
+    for pk in wanted:
+        task = tasks[pk]
+        if real and not (task.gold_answer and (task.checker or task.benchmark)):
+            raise Invalid("task_ids", f"Task {pk} has no gold answer and checker, so its answers cannot be scored.")
+        if replay and not task.metadata.get("item_id"):
+            raise Invalid("task_ids", f"Task {pk} is not a recorded item, so a replay endpoint cannot answer it.")
+    items = [item_id_of(tasks[pk]) for pk in wanted]
+    if len(set(items)) < len(items):
+        twice = sorted({item for item in items if items.count(item) > 1})
+        raise Invalid("task_ids", f"Two tasks share the item id(s) {', '.join(twice[:5])}.")
+    collection = Collection.objects.create(
+        owner=owner, pool=pool, name=name or f"{pool.name} × {len(wanted)} tasks",
+        source=f"pending-{timezone.now():%s%f}",
+        budget_usd=Decimal(str(budget_usd)), max_concurrency=max_concurrency, calibrates=calibrates,
+    )  # fmt: skip
+    collection.source = f"collection-{collection.pk}"
+    collection.save(update_fields=["source"])
+    CollectionCell.objects.bulk_create(
+        CollectionCell(collection=collection, task_id=pk, endpoint_id=endpoint, primitive=primitive)
+        for pk in wanted
+        for endpoint, primitive in chosen
+    )
+    if enqueue:
+        transaction.on_commit(lambda: queues.send(queues.COLLECT, collection.pk))
+    return collection
+
+
+@transaction.atomic
+def collection_resume(*, collection_id: int, budget_usd: float | None = None) -> Collection:
+    """Queue a stopped, failed or cancelled collection again (with a larger budget, if given)."""
+    collection = Collection.objects.select_for_update().filter(pk=collection_id).first()
+    if collection is None:
+        raise NotFound(f"There is no collection {collection_id}.")
+    if collection.status in COLLECTION_ACTIVE:
+        raise Conflict(f"Collection {collection_id} is {collection.status} already.")
+    if budget_usd is not None:
+        if Decimal(str(budget_usd)) <= collection.spent_usd:
+            raise Invalid("budget_usd", f"The budget must be above the ${collection.spent_usd:.6f} spent.")
+        collection.budget_usd = Decimal(str(budget_usd))
+    collection.status, collection.message, collection.finished_at = CollectionStatus.QUEUED, "", None
+    collection.save(update_fields=["status", "message", "finished_at", "budget_usd"])
+    transaction.on_commit(lambda: queues.send(queues.COLLECT, collection.pk))
+    return collection
+
+
+def collection_cancel(*, collection_id: int) -> Collection:
+    """Stop a collection: its runner sees it at its next cell and sends no more calls."""
+    with transaction.atomic():
+        collection = Collection.objects.select_for_update().filter(pk=collection_id).first()
+        if collection is None:
+            raise NotFound(f"There is no collection {collection_id}.")
+        if collection.status in COLLECTION_ACTIVE:
+            collection.status, collection.finished_at = CollectionStatus.CANCELLED, timezone.now()
+            collection.message = "Cancelled."
+            collection.save(update_fields=["status", "finished_at", "message"])
+    return collection
+
+
+# --- the runner's side (workers.collection) ---
+
+
+@dataclass(frozen=True)
+class CellWork:
+    """One cell as its runner needs it: the call and how to score it."""
+
+    cell_id: int
+    endpoint_id: int
+    model: str
+    api_base: str | None
+    api_key: str | None = field(repr=False)
+    input_cost_per_mtok: float | None
+    output_cost_per_mtok: float | None
+    primitive: str
+    item_id: str
+    prompt: str
+    gold: str
+    checker: str
+    benchmark: str
+    domain: str
+    item: dict[str, Any]  # what the checker may read (prompt, entry point, tests)
+    request: dict[str, Any]  # the primitive's input fields besides the prompt
+
+
+def _float(value: Decimal | None) -> float | None:
+    return float(value) if value is not None else None
+
+
+def collection_start(*, collection_id: int, worker: str = "") -> Collection | None:
+    """Take a queued (or running, after its runner died) collection; None when it has ended.
+    Cells a dead runner left started are booked as spent at their pair's dearest cost."""
+    with transaction.atomic():
+        collection = Collection.objects.select_for_update().filter(pk=collection_id).first()
+        if collection is None or collection.status not in COLLECTION_ACTIVE:
+            return None
+        orphans = list(collection.cells.filter(status=CellStatus.STARTED).values_list("endpoint_id", "primitive"))
+        dearest = {
+            (row["endpoint_id"], row["primitive"]): row["top"]
+            for row in collection.cells.filter(cost_usd__isnull=False)
+            .values("endpoint_id", "primitive")
+            .annotate(top=Max("cost_usd"))
+        }
+        lost = sum((dearest.get(pair) or Decimal(0) for pair in orphans), Decimal(0))
+        collection.cells.filter(status=CellStatus.STARTED).update(status=CellStatus.PENDING)
+        collection.spent_usd += lost
+        collection.status, collection.worker = CollectionStatus.RUNNING, worker
+        collection.started_at = collection.started_at or timezone.now()
+        collection.heartbeat_at = timezone.now()
+        collection.save(update_fields=["spent_usd", "status", "worker", "started_at", "heartbeat_at"])
+    return collection
+
+
+def collection_work(*, collection_id: int) -> list[CellWork]:
+    """The cells still to call, each with what its call and its scoring need."""
+    cells = (
+        CollectionCell.objects.filter(collection_id=collection_id, status=CellStatus.PENDING)
+        .select_related("task", "endpoint")
+        .order_by("id")
+    )
+    keys: dict[int, str | None] = {}
+    out = []
+    for cell in cells:
+        task, endpoint = cell.task, cell.endpoint
+        if endpoint.pk not in keys:
+            keys[endpoint.pk] = decrypt_secret(endpoint.api_key_encrypted) if endpoint.api_key_encrypted else None
+        meta = task.metadata
+        out.append(
+            CellWork(
+                cell_id=cell.pk, endpoint_id=endpoint.pk, model=endpoint.model, api_base=endpoint.api_base or None,
+                api_key=keys[endpoint.pk], input_cost_per_mtok=_float(endpoint.input_cost_per_mtok),
+                output_cost_per_mtok=_float(endpoint.output_cost_per_mtok), primitive=cell.primitive,
+                item_id=item_id_of(task), prompt=task.text, gold=task.gold_answer,
+                checker=task.checker or task.benchmark, benchmark=task.benchmark or task.checker, domain=task.domain,
+                item={"prompt": task.text, **{k: meta[k] for k in ITEM_KEYS if k in meta}},
+                request={k: meta[k] for k in ("tests", "entry_point", "tools", "context") if k in meta},
+            )
+        )  # fmt: skip
+    return out
+
+
+def cell_start(*, cell_id: int) -> bool:
+    """Journal a cell's call before it is sent; False when the collection has stopped or the
+    cell was recorded meanwhile (then send nothing)."""
+    with transaction.atomic():
+        cell = CollectionCell.objects.select_for_update().select_related("collection").get(pk=cell_id)
+        if cell.collection.status != CollectionStatus.RUNNING or cell.status != CellStatus.PENDING:
+            return False
+        cell.status, cell.starts = CellStatus.STARTED, cell.starts + 1
+        cell.save(update_fields=["status", "starts", "updated_at"])
+    return True
+
+
+@dataclass(frozen=True)
+class CellResult:
+    """What a cell's call gave: a scored answer, or a failure."""
+
+    score: float | None  # None: the call failed
+    response: str | None
+    prompt_tokens: int
+    completion_tokens: int
+    cost_usd: float
+    latency_s: float
+    error: str = ""
+
+
+def cell_finish(*, work: CellWork, result: CellResult) -> Decimal:
+    """Keep a cell's end (the outcome row when it has a score), and add its cost to the
+    collection's spend; returns the spend. Idempotent: a cell already ended changes nothing."""
+    cost = Decimal(str(round(result.cost_usd, 10)))
+    with transaction.atomic():
+        cell = CollectionCell.objects.select_for_update().select_related("collection", "task").get(pk=work.cell_id)
+        collection = Collection.objects.select_for_update().get(pk=cell.collection_id)
+        if cell.status in (CellStatus.RECORDED, CellStatus.FAILED):
+            return collection.spent_usd
+        outcome = None
+        if result.score is not None:
+            values = dict(
+                split="", benchmark=work.benchmark or "custom", domain=cell.task.domain or "other",
+                prompt=work.prompt, prompt_sha256=prompt_key(work.prompt), gold=work.gold or None,
+                response=result.response, score=result.score, prompt_tokens=result.prompt_tokens,
+                completion_tokens=result.completion_tokens, cost_usd=cost, latency_s=result.latency_s,
+            )  # fmt: skip
+            try:
+                with transaction.atomic():
+                    outcome = RecordedOutcome.objects.create(
+                        source=collection.source, item_id=work.item_id, model=work.model.removeprefix("replay/"),
+                        primitive=work.primitive, **values,
+                    )  # fmt: skip
+            except IntegrityError:  # kept by an earlier runner whose cell row lost the race
+                outcome = RecordedOutcome.objects.get(
+                    source=collection.source, item_id=work.item_id, model=work.model.removeprefix("replay/"),
+                    primitive=work.primitive,
+                )  # fmt: skip
+        cell.status = CellStatus.RECORDED if outcome is not None else CellStatus.FAILED
+        cell.cost_usd, cell.error, cell.outcome = cost, result.error[:2000], outcome
+        cell.save(update_fields=["status", "cost_usd", "error", "outcome", "updated_at"])
+        collection.spent_usd = F("spent_usd") + cost
+        collection.heartbeat_at = timezone.now()
+        collection.save(update_fields=["spent_usd", "heartbeat_at"])
+        collection.refresh_from_db(fields=["spent_usd"])
+    return collection.spent_usd
+
+
+@transaction.atomic
+def collection_end(*, collection_id: int, status: str, message: str = "") -> None:
+    """Record how a running collection ended (a cancelled one stays cancelled). A calibrating
+    one that succeeded becomes its pool's calibration source."""
+    collection = Collection.objects.select_for_update().filter(pk=collection_id).first()
+    if collection is None or collection.status != CollectionStatus.RUNNING:
+        return
+    if status == CollectionStatus.SUCCEEDED and collection.calibrates:
+        ModelPool.objects.filter(pk=collection.pool_id).update(calibration_source=collection.source)
+        message = f"{message} The pool {collection.pool.name!r} now calibrates on {collection.source}.".strip()
+    collection.status, collection.message = status, message[:2000]
+    collection.finished_at = collection.heartbeat_at = timezone.now()
+    collection.save(update_fields=["status", "message", "finished_at", "heartbeat_at"])
+
+
+def collection_status(*, collection_id: int) -> str:
+    return str(Collection.objects.values_list("status", flat=True).get(pk=collection_id))
+
+
+def collections_resume_quiet(*, older_than_s: float | None = None) -> int:
+    """Queue again the running collections whose runner has given no sign of life for
+    `older_than_s` (ORCHESTRA_COLLECTION_QUIET_S; it died with its worker), so they resume;
+    each is sent once per quiet spell. Called by the recovery sweep (`workers.runs_recover`)."""
+    quiet_s = settings.ORCHESTRA_COLLECTION_QUIET_S if older_than_s is None else older_than_s
+    cutoff = timezone.now() - timedelta(seconds=quiet_s)
+    rows = Collection.objects.filter(status=CollectionStatus.RUNNING).filter(
+        Q(heartbeat_at__lt=cutoff) | Q(heartbeat_at__isnull=True)
+    )
+    ids = list(rows.values_list("pk", flat=True))
+    Collection.objects.filter(pk__in=ids).update(heartbeat_at=timezone.now())
+    for collection_id in ids:
+        queues.send(queues.COLLECT, collection_id)
+    return len(ids)
+
+
+def collection_heartbeat(*, collection_id: int) -> None:
+    Collection.objects.filter(pk=collection_id).update(heartbeat_at=timezone.now())
