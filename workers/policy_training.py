@@ -11,7 +11,7 @@ from orchestrator.embedding import EMBEDDING_ID
 from orchestrator.learning.method import LearnedConfig
 from studio.models import TrainingJob
 from studio.selectors.training import live_trajectories
-from studio.services.training import guide_file, shipped_outcomes
+from studio.services.training import collection_files, guide_file, shipped_outcomes
 from workers.training import Progress, Trained
 
 # Where each stage sits in the job's progress bar.
@@ -23,6 +23,7 @@ def train_policy_job(job: TrainingJob, progress: Progress, out: Path) -> Trained
 
     chosen = set(job.config.get("outcomes") or [])
     paths = [path for path in shipped_outcomes() if not chosen or path.name in chosen]
+    paths += collection_files(job.config.get("collections") or [], out.parent)  # the user's own, collected
     seed = int(job.config.get("seed", 0))
     unseen = bool(job.config.get("unseen", False))  # for pools of other models, each calibrated on its probe
     config = LearnedConfig.from_mapping(job.config.get("learned"))
@@ -39,7 +40,10 @@ def train_policy_job(job: TrainingJob, progress: Progress, out: Path) -> Trained
         paths, out=out, seed=seed, config=config, prices=prices, show_progress=False, on_progress=report,
         extra_trajectories=extra, unseen=unseen, guide=guide,
     )  # fmt: skip
-    lineage = {"outcomes": [path.name for path in paths], "seed": seed, "live_runs": len(extra), "unseen": unseen}
+    lineage = {
+        "outcomes": [path.name for path in paths], "collections": job.config.get("collections") or [], "seed": seed,
+        "live_runs": len(extra), "unseen": unseen,
+    }  # fmt: skip
     if guide is not None:
         lineage["guide"] = job.config["guide"]
     # `calibration`: the checkpoint carries its pool's calibration (train_policy's `context`).

@@ -24,7 +24,7 @@ from studio.models import PairSource, Run
 from studio.selectors.plans import run_plans
 from studio.selectors.preferences import preferences_export
 from studio.selectors.training import verified_runs
-from studio.services.training import shipped_outcomes
+from studio.services.training import collection_files, shipped_outcomes
 from workers.training import Progress, Trained
 
 DEFAULT_OUTCOMES = ("routerbench.jsonl.gz", "llmrouter.jsonl.gz")
@@ -72,6 +72,7 @@ def train_reward_job(job: Any, progress: Progress, out: Path, *, embedder: Embed
 
     chosen = set(job.config.get("outcomes") or DEFAULT_OUTCOMES)
     paths = [path for path in shipped_outcomes() if path.name in chosen]
+    paths += collection_files(job.config.get("collections") or [], out.parent)  # the user's own, collected
     if not paths:
         raise ValueError(f"none of the outcome files {', '.join(sorted(chosen))} is in data/outcomes")
     seed = int(job.config.get("seed", 0))
@@ -91,6 +92,7 @@ def train_reward_job(job: Any, progress: Progress, out: Path, *, embedder: Embed
     )  # fmt: skip
     lineage = {
         "outcomes": [path.name for path in paths],
+        "collections": job.config.get("collections") or [],
         "seed": seed,
         "pairs": int(metrics.get("data/pairs", 0)),
         "sources": {  # pairs trained on, by source

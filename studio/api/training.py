@@ -28,6 +28,9 @@ class TrainingConfigIn(Body):
         description="shipped outcome files to train on (GET /api/evaluations/options lists them); default all",
     )
     replaces: StrictInt | None = Field(None, description="a checkpoint of the same kind this one replaces")
+    collections: list[StrictInt] = Field(
+        default_factory=list, description="collections whose recorded outcomes it also trains on (docs/collect.md)"
+    )
     learned: dict[str, Any] | None = Field(None, description="policy: the learned policy's sections (docs/learning.md)")
     demo: StrictBool | None = Field(None, description="policy: the demo policy's job, as `make up` queues it")
     unseen: StrictBool | None = Field(

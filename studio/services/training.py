@@ -35,7 +35,7 @@ def checkpoints_dir() -> Path:
 
 
 # The keys a job's config may have; `demo` marks the job `make up` queues for the demo policy.
-COMMON_KEYS = frozenset({"seed", "outcomes", "replaces"})
+COMMON_KEYS = frozenset({"seed", "outcomes", "replaces", "collections"})
 KIND_KEYS = {
     CheckpointKind.POLICY: frozenset({"learned", "demo", "unseen", "guide"}),
     CheckpointKind.REWARD_MODEL: frozenset({"rm", "preferences", "live_runs"}),
@@ -57,6 +57,7 @@ def check_training_config(kind: str, config: dict[str, Any]) -> None:
     if unknown:
         known = ", ".join(sorted(shipped))
         raise Invalid("config.outcomes", f"Unknown outcome files: {', '.join(unknown)}; shipped: {known}.")
+    check_collections(config.get("collections", []))
     replaces = config.get("replaces")
     if replaces is not None and (
         isinstance(replaces, bool)
@@ -79,6 +80,37 @@ def check_training_config(kind: str, config: dict[str, Any]) -> None:
     else:
         check_learned_config("config.learned", config.get("learned", {}))
         check_guide(config)
+
+
+def check_collections(ids: object) -> None:
+    """A job's `collections`: ids of collections with recorded outcomes, trained on beside the outcome files."""
+    from studio.models import Collection, RecordedOutcome
+
+    if not isinstance(ids, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in ids):
+        raise Invalid("config.collections", "collections must be a list of collection ids.")
+    sources = dict(Collection.objects.filter(pk__in=ids).values_list("pk", "source"))
+    unknown = [str(i) for i in ids if i not in sources]
+    if unknown:
+        raise Invalid("config.collections", f"Unknown collection(s): {', '.join(unknown)}.")
+    kept = set(RecordedOutcome.objects.filter(source__in=sources.values()).values_list("source", flat=True).distinct())
+    empty = [str(i) for i in ids if sources[i] not in kept]
+    if empty:
+        raise Invalid("config.collections", f"Collection(s) {', '.join(empty)} have no recorded outcome yet.")
+
+
+def collection_files(ids: list[int], directory: Path) -> list[Path]:
+    """Each collection's outcomes written as a canonical file in `directory` (a job's inputs)."""
+    from orchestrator.outcomes import write_outcomes
+    from studio.models import Collection
+    from studio.services.outcomes import outcome_records
+
+    paths = []
+    for source in Collection.objects.filter(pk__in=ids).order_by("pk").values_list("source", flat=True):
+        records, _ = outcome_records(sources=[source])
+        path = directory / f"{source}.jsonl.gz"
+        write_outcomes(path, records)
+        paths.append(path)
+    return paths
 
 
 def check_guide(config: dict[str, Any]) -> None:

@@ -57,6 +57,9 @@ def test_a_researcher_queues_a_policy_job_and_reads_it(api_as, django_capture_on
         ({"config": {"guide": "1"}}, "config.guide"),
         ({"config": {"guide": True}}, "config.guide"),
         ({"kind": "reward_model", "config": {"guide": 1}}, "config.guide"),  # a policy's option only
+        ({"config": {"collections": [999_999]}}, "config.collections"),
+        ({"config": {"collections": "1"}}, "config.collections"),
+        ({"kind": "reward_model", "config": {"collections": [True]}}, "config.collections.0"),
     ],
 )
 def test_a_bad_job_is_422_and_not_queued(api_as, body: dict[str, Any], field: str) -> None:
@@ -75,7 +78,7 @@ def test_a_bad_policy_config_is_named_before_the_job_is_queued(api_as) -> None:
     assert {error["field"] for error in response.json_body["errors"]} == {"config.sft", "config.seeds"}
     response = api.post("/training/jobs", {"kind": "policy", "config": {"rm": {}}})
     assert (
-        "Not an option of a policy job: rm; known: demo, guide, learned, outcomes, replaces, seed, unseen."
+        "Not an option of a policy job: rm; known: collections, demo, guide, learned, outcomes, replaces, seed, unseen."
         in (response.json_body["detail"])
     )
     good = {"learned": {"sft": {"epochs": 2}, "rl": {"iterations": 0}}, "seed": 1}

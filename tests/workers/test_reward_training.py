@@ -147,3 +147,46 @@ def test_a_policy_job_with_a_guide_plays_the_unrecorded_cells_scored_by_it(
     checkpoint = Checkpoint.objects.get(kind="policy")
     assert checkpoint.lineage["guide"] == rm_job.checkpoint_id
     assert checkpoint.metrics["guide/cells"] == 8  # items 1, 3, 11, 13, 21, 23, 31, 33 of the cheap pair
+
+
+def test_jobs_train_on_collections_beside_the_outcome_files(outcomes: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A collection's recorded outcomes (here: a second synthetic table kept under its source)
+    join both kinds of job: written as a canonical file, trained on, named in the lineage."""
+    from dataclasses import asdict
+    from decimal import Decimal
+
+    from studio.models import Collection, RecordedOutcome
+    from tests.factories import PoolFactory
+    from workers import policy_training
+
+    researcher = UserFactory(role=Role.RESEARCHER)
+    collection = Collection.objects.create(owner=researcher, pool=PoolFactory(), name="mine", source="collection-7",
+                                           budget_usd=Decimal(1))  # fmt: skip
+    table, _ = synthetic_table(n=30, seed=5)
+    fields = {f for f in asdict(outcome_records(table)[0]) if f not in ("source", "split", "item_id")}
+    RecordedOutcome.objects.bulk_create(
+        RecordedOutcome(source=collection.source, item_id=f"mine/{r.item_id}", split="", prompt_sha256="x",
+                        **{k: v for k, v in asdict(r).items() if k in fields})
+        for r in outcome_records(table)
+    )  # fmt: skip
+    rm_job = TrainingJob.objects.create(
+        kind="reward_model", config={"outcomes": [outcomes.name], "rm": TINY_RM, "collections": [collection.pk]},
+        created_by=researcher,
+    )  # fmt: skip
+    training.run_job(rm_job.pk)
+    rm_job.refresh_from_db()
+    assert rm_job.status == JobStatus.SUCCEEDED, rm_job.message
+    lineage = Checkpoint.objects.get(pk=rm_job.checkpoint_id).lineage
+    assert lineage["outcomes"] == [outcomes.name, "collection-7.jsonl.gz"] and lineage["collections"] == [collection.pk]
+
+    monkeypatch.setattr(policy_training, "shipped_outcomes", lambda: [outcomes])
+    tiny = {"policy": {"hidden": 16}, "sft": {"epochs": 2, "reliability_epochs": 1}, "threads": 1,
+            "rl": {"iterations": 2, "tasks_per_iteration": 16, "group": 4}}  # fmt: skip
+    job = TrainingJob.objects.create(kind="policy", config={"learned": tiny, "collections": [collection.pk]},
+                                     created_by=researcher)  # fmt: skip
+    training.run_job(job.pk)
+    job.refresh_from_db()
+    assert job.status == JobStatus.SUCCEEDED, job.message
+    checkpoint = Checkpoint.objects.get(pk=job.checkpoint_id)
+    assert checkpoint.lineage["outcomes"] == [outcomes.name, "collection-7.jsonl.gz"]
+    assert checkpoint.metrics["data/items"] == 70  # 40 shipped + 30 collected
