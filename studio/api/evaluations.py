@@ -28,6 +28,9 @@ class EvaluationIn(Body):
     outcomes: list[str] = Field(
         default_factory=list, description="shipped outcome files to test on (default llmrouter.jsonl.gz)"
     )
+    collections: list[int] = Field(
+        default_factory=list, description="collections to test on, beside the outcome files (alone when none is named)"
+    )
     train: list[str] = Field(default_factory=list, description="shipped files to fit on instead of a split")
     probe: int = Field(0, ge=0, description="with train: items of an unseen pool revealed for calibration")
     seed: int = Field(0, ge=0)

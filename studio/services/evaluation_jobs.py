@@ -23,6 +23,7 @@ from studio.services.evaluations import (
     evaluation_start,
     evaluations_dir,
 )
+from studio.services.training import collection_files
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +33,11 @@ def evaluation_argv(evaluation_id: int, config: dict[str, Any]) -> list[str]:
     the learned policy's config is written beside the report, where the CLI reads it."""
     outcomes = Path(settings.OUTCOMES_DIR)
     args = ["--outcomes", *(str(outcomes / name) for name in config["outcomes"])]
+    if config.get("collections"):  # written beside the report; their costs are recorded, the shipped prices kept
+        directory = evaluations_dir() / f"evaluation-{evaluation_id}-collections"
+        directory.mkdir(parents=True, exist_ok=True)
+        args += [str(path) for path in collection_files(config["collections"], directory)]
+        args += ["--prices", str(outcomes / "prices.json")] if (outcomes / "prices.json").is_file() else []
     if config.get("kind") == "composites":
         args += ["--seeds", str(config.get("seed", 0)), "--methods", ",".join(config["methods"])]
         args += ["--train-count", str(config["train_count"]), "--test-count", str(config["test_count"])]

@@ -26,7 +26,7 @@ from studio import queues
 from studio.errors import Invalid, NotFound
 from studio.models import JOB_ACTIVE, Checkpoint, CheckpointKind, EvaluationRun, JobStatus, TrainingJob, User
 from studio.services.evaluation_progress import evaluation_notify
-from studio.services.training import check_learned_config, shipped_outcomes, training_job_fail
+from studio.services.training import check_collections, check_learned_config, shipped_outcomes, training_job_fail
 
 DEFAULT_OUTCOMES = ("llmrouter.jsonl.gz",)  # an upstream split, every method applies but two
 KINDS = ("items", "composites")
@@ -121,9 +121,11 @@ def evaluation_config(
     sensitivity: list[float] | None = None,
     train_count: int | None = None,
     test_count: int | None = None,
+    collections: list[int] | None = None,
 ) -> dict[str, Any]:
     """The complete config an evaluation runs with: the preset, then a checkpoint's training
-    config for the learned policy, then what the request set explicitly."""
+    config for the learned policy, then what the request set explicitly. `collections` are
+    tested on beside the outcome files (alone, when no file is named)."""
     if preset not in PRESETS:
         raise Invalid("preset", f"Unknown preset {preset!r}; choose from {', '.join(PRESETS)}.")
     if kind not in KINDS:
@@ -138,6 +140,11 @@ def evaluation_config(
                          ("test_count", test_count)):  # fmt: skip
         if value:
             raise Invalid(field, f"{field} applies to composite evaluations (kind composites) only.")
+    collections = collections or []
+    try:
+        check_collections(collections)
+    except Invalid as error:
+        raise Invalid("collections", error.message) from None
     base = PRESETS[preset]
     check_outcome_names("outcomes", outcomes)
     check_outcome_names("train", train)
@@ -151,7 +158,8 @@ def evaluation_config(
         check_learned_config("learned", learned)
     return {
         "preset": preset,
-        "outcomes": outcomes or list(DEFAULT_OUTCOMES),
+        "outcomes": outcomes or ([] if collections else list(DEFAULT_OUTCOMES)),
+        "collections": collections,
         "train": train,
         "probe": probe,
         "seed": seed,

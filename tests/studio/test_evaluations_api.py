@@ -62,6 +62,7 @@ def test_a_checkpoint_lends_its_training_config(api_as) -> None:
         ({"preset": "huge"}, "preset", ""),
         ({"seed": -1}, "seed", ""),
         ({"max_test_items": 0}, "max_test_items", ""),
+        ({"collections": [999_999]}, "collections", "Unknown collection(s): 999999"),
     ],
 )
 def test_bad_input_is_422_naming_it_and_nothing_is_queued(api_as, body: dict[str, Any], field: str, words: str) -> None:

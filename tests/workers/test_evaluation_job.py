@@ -119,3 +119,31 @@ def test_a_small_composite_evaluation_runs_to_its_report(data_dir: Path, monkeyp
     assert set(summary["sensitivity"]) == {"0", "0.05"} and set(summary["rates"]) == {"decide_mf", "learned"}
     assert seen[1].startswith("fitting always_delegate (seed 0, penalty 0)") and len(seen) >= 7
     assert not (data_dir / "evaluations" / f"evaluation-{run.pk}.png").exists()  # no plot for composites
+
+
+def test_an_evaluation_on_a_collection_alone_tests_its_recorded_outcomes(data_dir: Path) -> None:
+    from dataclasses import asdict
+    from decimal import Decimal
+
+    from studio.models import Collection, RecordedOutcome
+    from tests.factories import PoolFactory, UserFactory
+    from tests.orchestrator.synthetic_outcomes import outcome_records, synthetic_table
+
+    collection = Collection.objects.create(owner=UserFactory(), pool=PoolFactory(), name="mine",
+                                           source="collection-9", budget_usd=Decimal(1))  # fmt: skip
+    table, _ = synthetic_table(n=60, seed=2)
+    RecordedOutcome.objects.bulk_create(
+        RecordedOutcome(**{**asdict(r), "source": collection.source, "split": "", "prompt_sha256": "x"})
+        for r in outcome_records(table)
+    )
+    config = evaluation_config(
+        preset="quick", outcomes=[], train=[], probe=0, seed=0, methods=["cheapest", "oracle"], learned=None,
+        max_train_items=None, max_test_items=None, checkpoint=None, collections=[collection.pk],
+    )  # fmt: skip
+    assert config["outcomes"] == [] and config["collections"] == [collection.pk]
+    run = EvaluationRun.objects.create(config=config)
+    tasks.evaluate(run.pk)
+    run.refresh_from_db()
+    assert run.status == JobStatus.SUCCEEDED, run.message
+    assert run.report["items"] == 12  # the seeded 80/20 split of its 60 items
+    assert run.report["methods"]["oracle"]["macro_acc"] >= run.report["methods"]["cheapest"]["macro_acc"]
