@@ -58,6 +58,17 @@ def int_list(text: str) -> list[int]:
     return values
 
 
+def float_list(text: str) -> list[float]:
+    """argparse type: comma-separated finite numbers >= 0, e.g. `0,1,10`."""
+    try:
+        values = [float(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a comma-separated list of numbers, not {text!r}") from None
+    if not values or min(values) < 0 or not all(math.isfinite(v) for v in values):
+        raise argparse.ArgumentTypeError(f"a comma-separated list of finite numbers 0 or more, not {text!r}")
+    return values
+
+
 def finite(text: str) -> float:
     """argparse type: a finite float (no nan, no inf)."""
     value = float(text)

@@ -13,6 +13,7 @@ lineage (files, sources and pair counts).
 from __future__ import annotations
 
 import argparse
+import hashlib
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -34,7 +35,15 @@ from orchestrator.reward.jsonl import PreferenceFormatError, PreferenceRecord, r
 from orchestrator.reward.model import RewardConfig, RewardNet, save_reward_model
 from orchestrator.reward.pairs import SOURCES, PairConfig, build_pairs
 from orchestrator.reward.prior import AccuracyPrior, table_prior
-from orchestrator.reward.train import LAM_MAX, PairTensors, RMTrainConfig, table_tensors, train_reward
+from orchestrator.reward.train import (
+    HUMAN,
+    LAM_MAX,
+    PairTensors,
+    RMTrainConfig,
+    pair_metrics,
+    table_tensors,
+    train_reward,
+)
 from orchestrator.routing.table import OutcomeTable, default_prices, load_routable
 
 Progress = Callable[[str, int, int, dict[str, float]], None]
@@ -112,6 +121,21 @@ def table_pair_data(
     return table_tensors(pairs, task_features(emb, table.domains), plans, cost)
 
 
+def human_holdout(
+    records: Sequence[PreferenceRecord], share: float
+) -> tuple[list[PreferenceRecord], list[PreferenceRecord]]:
+    """(records to train on, human records held out): `share` of the human pairs that carry both
+    plans, at least one when there are any and `share` > 0, chosen by a hash of the pair's
+    texts (the same split at every run, whatever the order)."""
+    usable = [r for r in records if r.source == HUMAN and r.chosen_plan is not None and r.rejected_plan is not None]
+    count = min(len(usable), max(1, round(share * len(usable)))) if share > 0 and usable else 0
+    if count == len(usable) and count:
+        count -= 1  # one human pair at least trains
+    key = {id(r): hashlib.sha256("\x1f".join((r.prompt, r.chosen, r.rejected)).encode()).hexdigest() for r in usable}
+    held_ids = {id(r) for r in sorted(usable, key=lambda r: key[id(r)])[:count]}
+    return [r for r in records if id(r) not in held_ids], [r for r in records if id(r) in held_ids]
+
+
 def train(
     paths: Sequence[Path],
     *,
@@ -148,9 +172,11 @@ def train(
     context = make_context(table, emb, read_prices(prices) if prices else None)
     prior = table_prior(table, emb, seed=seed) if config.model.accuracy_prior else None
     data = table_pair_data(table, emb, context, config.pairs, seed=seed, prior=prior)
-    extra, no_plan = preference_tensors(preferences, context, embedder, prior)
+    kept, held = human_holdout(preferences, config.train.human_holdout)
+    extra, no_plan = preference_tensors(kept, context, embedder, prior)
     if extra is not None:
         data = PairTensors.concat([data, extra])
+    held_data, _ = preference_tensors(held, context, embedder, prior)
     if not len(data):
         names = ", ".join(str(p) for p in paths)
         raise cli.InputError(f"no preference pairs could be built from {names} (it needs items with two or more pairs)")
@@ -167,6 +193,10 @@ def train(
     net = RewardNet(config.model)
     metrics = train_reward(net, data, replace(config.train, seed=seed), progress=epoch_done)
     bar.close()
+    if held_data is not None:  # agreement with people on labels it did not train on
+        agreement = pair_metrics(net, held_data, "human_heldout")
+        metrics |= {"human_heldout/agreement": agreement["human_heldout/accuracy"],
+                    "human_heldout/pairs": agreement["human_heldout/pairs"]}  # fmt: skip
     sources = {str(k): int(v) for k, v in zip(*np.unique(data.source, return_counts=True), strict=True)}
     metrics |= {
         "time/embed_s": embedded_s,

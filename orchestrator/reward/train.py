@@ -25,15 +25,19 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Annotated
 
 import numpy as np
 import torch
 import torch.nn.functional as F
+from pydantic import Field
 
 from orchestrator.configs import STRICT_KEYS, Count, NonNegative, NonNegativeInt, Positive, Seed
 from orchestrator.reward.features import plan_cost
 from orchestrator.reward.model import RewardNet
 from orchestrator.reward.pairs import TablePairs
+
+HoldOut = Annotated[float, Field(ge=0, lt=1)]
 
 
 @dataclass(frozen=True)
@@ -48,11 +52,14 @@ class RMTrainConfig:
     weight_decay: NonNegative = 0.1  # AdamW decay (strong, for the same reason)
     cost_steps: NonNegativeInt = 200  # separable model: full-batch steps fitting β once the accuracy score is fixed
     margin: NonNegative = 0.0  # required reward gap (the optional margin of the BT loss)
+    human_weight: NonNegative = 1.0  # a human-labelled pair's weight in the loss (source "human"; the others 1)
+    human_holdout: HoldOut = 0.2  # share of the human pairs kept out of training to measure agreement (0: none)
     seed: Seed = 0  # torch and shuffling seed
     threads: Count = 2  # torch CPU threads
 
 
 LAM_MAX = 1.0  # the largest cost preference trained on
+HUMAN = "human"  # the source of pairs people labelled
 LAM_MIN_COST = 0.2  # a pair that needs λ > 0 (cheaper_correct) is trained from here up
 
 
@@ -121,9 +128,12 @@ def table_tensors(
     )
 
 
-def bt_loss(r_win: torch.Tensor, r_lose: torch.Tensor, margin: float = 0.0) -> torch.Tensor:
-    """The Bradley-Terry loss, mean over the batch."""
-    return -F.logsigmoid(r_win - r_lose - margin).mean()
+def bt_loss(
+    r_win: torch.Tensor, r_lose: torch.Tensor, margin: float = 0.0, weight: torch.Tensor | None = None
+) -> torch.Tensor:
+    """The Bradley-Terry loss, mean over the batch (each pair's term times its `weight`)."""
+    loss = -F.logsigmoid(r_win - r_lose - margin)
+    return (loss * weight).mean() if weight is not None else loss.mean()
 
 
 def rewards(
@@ -183,6 +193,7 @@ def train_reward(
     full = data
     if net.config.separable:  # stage 1: the accuracy score, on the accuracy pairs at λ = 0
         data = data.take(np.flatnonzero(data.source != "cheaper_correct"))
+    weight = torch.from_numpy(np.where(data.source == HUMAN, config.human_weight, 1.0).astype(np.float32))
     params = [p for name, p in net.named_parameters() if name != "cost_scale"]
     optim = torch.optim.AdamW(params, lr=config.lr, weight_decay=config.weight_decay)
     m = len(data)
@@ -202,7 +213,7 @@ def train_reward(
                 lam = torch.zeros_like(lam)
             r_win = net(data.task[idx], data.win[idx], lam)  # [b]
             r_lose = net(data.task[idx], data.lose[idx], lam)  # [b]
-            loss = bt_loss(r_win, r_lose, config.margin)
+            loss = bt_loss(r_win, r_lose, config.margin, weight[idx])
             optim.zero_grad()
             loss.backward()
             optim.step()
