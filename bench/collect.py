@@ -5,7 +5,8 @@ collecting worker costs.
     .venv/bin/python bench/collect.py --crash [--cells 240] [--kill-at 0.3]
 
 Throughput. Tasks of arithmetic questions (gsm8k checker) × 4 endpoints of the scripted
-OpenAI-compatible server (tests/support/scripted_openai.py, on 127.0.0.1, in this process),
+OpenAI-compatible server (tests/support/scripted_openai.py, on 127.0.0.1, in a process of
+its own as an upstream is),
 collected by `workers.collection.run_collection` in this process: each cell a litellm call
 over HTTP, its answer checked, its outcome row and the collection's spend written in one
 transaction. At every concurrency (calls in flight per endpoint) and upstream latency,
@@ -28,6 +29,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import subprocess
 import sys
 import threading
 import time
@@ -63,7 +65,7 @@ class Upstream:
                      delay_s=self.latency_s)  # fmt: skip
 
 
-def make_pool(server: ScriptedOpenAI, name: str) -> tuple[Any, list[tuple[int, str]]]:
+def make_pool(base_url: str, name: str) -> tuple[Any, list[tuple[int, str]]]:
     from studio.models import Admissibility, ModelPool, Primitive
     from studio.services.pools import endpoint_create
 
@@ -72,7 +74,7 @@ def make_pool(server: ScriptedOpenAI, name: str) -> tuple[Any, list[tuple[int, s
     pairs = []
     for k in range(ENDPOINTS):
         endpoint = endpoint_create(
-            pool_id=pool.pk, name=f"m-{k}", model=f"openai/m-{k}", api_base=server.base_url, api_key="sk-bench",
+            pool_id=pool.pk, name=f"m-{k}", model=f"openai/m-{k}", api_base=base_url, api_key="sk-bench",
             input_cost_per_mtok=PRICE, output_cost_per_mtok=PRICE,
         )  # fmt: skip
         Admissibility.objects.create(endpoint=endpoint, primitive=direct)
@@ -90,6 +92,31 @@ def make_tasks(owner: Any, count: int, tag: str) -> list[int]:
     ]  # fmt: skip
 
 
+class Served:
+    """The scripted server in a process of its own (as an upstream is: its CPU is not this
+    process's, nor its GIL); `base_url` once it listens."""
+
+    def __init__(self, latency_s: float) -> None:
+        command = [sys.executable, str(Path(__file__).resolve()), "--serve", str(latency_s)]
+        self.process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        assert self.process.stdout is not None
+        self.base_url = self.process.stdout.readline().strip()
+
+    def __enter__(self) -> Served:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.process.terminate()
+        self.process.wait(timeout=10)
+
+
+def serve(latency_s: float) -> None:
+    with ScriptedOpenAI(Upstream(latency_s)) as server:
+        print(server.base_url, flush=True)
+        while True:
+            time.sleep(3600)
+
+
 def throughput(args: argparse.Namespace) -> bool:
     from studio.services.collections import collection_create
     from workers.collection import run_collection
@@ -100,9 +127,8 @@ def throughput(args: argparse.Namespace) -> bool:
     print(f"cells per collection: {args.cells} ({args.cells // ENDPOINTS} tasks × {ENDPOINTS} endpoints)")
     print(f"{'latency':>8} {'concurrency':>11} {'cells/s':>8} {'ideal':>8}  goal")
     for latency in args.latency:
-        upstream = Upstream(latency)
-        with ScriptedOpenAI(upstream) as server:
-            pool, pairs = make_pool(server, f"bench-collect-{stamp}-{latency}")
+        with Served(latency) as server:
+            pool, pairs = make_pool(server.base_url, f"bench-collect-{stamp}-{latency}")
             for concurrency in args.concurrency:
                 tasks = make_tasks(owner, args.cells // ENDPOINTS, f"{stamp}-{latency}-{concurrency}")
                 collection = collection_create(owner=owner, pool_id=pool.pk, task_ids=tasks, pairs=pairs,
@@ -130,7 +156,7 @@ def crash(args: argparse.Namespace, bench: Any) -> bool:
     env = {"ORCHESTRA_RECOVERY_INTERVAL_S": "2", "ORCHESTRA_COLLECTION_QUIET_S": "5"}
     with ScriptedOpenAI(upstream) as server:
         owner = bench_user()
-        pool, pairs = make_pool(server, f"bench-crash-{int(time.time())}")
+        pool, pairs = make_pool(server.base_url, f"bench-crash-{int(time.time())}")
         tasks = make_tasks(owner, args.cells // ENDPOINTS, f"crash-{int(time.time())}")
         cell_cost = 0.015
         budget = round(0.75 * len(tasks) * ENDPOINTS * cell_cost, 6)
@@ -192,8 +218,11 @@ def main() -> int:
     parser.add_argument("--concurrency", default="1,2,4,8,16")
     parser.add_argument("--latency", default="0,0.5")
     parser.add_argument("--crash", action="store_true")
+    parser.add_argument("--serve", type=float, help=argparse.SUPPRESS)  # the upstream's own process
     parser.add_argument("--kill-at", type=float, default=0.3, help="the share of cells recorded when it is killed")
     args = parser.parse_args()
+    if args.serve is not None:
+        serve(args.serve)
     args.concurrency = [int(x) for x in args.concurrency.split(",")]
     args.latency = [float(x) for x in args.latency.split(",")]
     if args.cells < ENDPOINTS:

@@ -26,8 +26,8 @@ from studio.models import CellStatus, CollectionCell, CollectionStatus
 from studio.services.collections import (
     CellResult,
     CellWork,
-    cell_finish,
     cell_start,
+    cells_finish,
     collection_end,
     collection_heartbeat,
     collection_start,
@@ -142,6 +142,7 @@ def run_collection(collection_id: int, *, worker: str = "", report: Report | Non
                 stopped_for_budget = any(queues.values()) and not cancelled
                 break
             finished, _ = wait(list(in_flight), timeout=CANCEL_CHECK_S, return_when=FIRST_COMPLETED)
+            ended: list[tuple[CellWork, CellResult]] = []
             for future in finished:
                 work = in_flight.pop(future)
                 per_endpoint[work.endpoint_id] -= 1
@@ -154,10 +155,12 @@ def run_collection(collection_id: int, *, worker: str = "", report: Report | Non
                 if result is None:  # not sent: the collection stopped, or another runner took the cell
                     last_check = 0.0
                     continue
-                spent = float(cell_finish(work=work, result=result))
+                ended.append((work, result))
                 key = (work.endpoint_id, work.primitive)
                 dearest[key] = max(dearest.get(key, 0.0), result.cost_usd)
-                done += 1
+            if ended:
+                spent = float(cells_finish(collection_id=collection_id, results=ended))
+                done += len(ended)
                 tell()
             now = time.monotonic()
             if now - last_check >= CANCEL_CHECK_S:  # a cancel, seen at once when a cell was refused

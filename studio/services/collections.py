@@ -18,7 +18,7 @@ from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import transaction
 from django.db.models import F, Max, Q
 from django.utils import timezone
 
@@ -98,6 +98,8 @@ def collection_create(
         task = tasks[pk]
         if real and not (task.gold_answer and (task.checker or task.benchmark)):
             raise Invalid("task_ids", f"Task {pk} has no gold answer and checker, so its answers cannot be scored.")
+        if not task.domain:
+            raise Invalid("task_ids", f"Task {pk} has no domain; the policy's statistics are kept per domain.")
         if replay and not task.metadata.get("item_id"):
             raise Invalid("task_ids", f"Task {pk} is not a recorded item, so a replay endpoint cannot answer it.")
     items = [item_id_of(tasks[pk]) for pk in wanted]
@@ -234,15 +236,12 @@ def collection_work(*, collection_id: int) -> list[CellWork]:
 
 
 def cell_start(*, cell_id: int) -> bool:
-    """Journal a cell's call before it is sent; False when the collection has stopped or the
-    cell was recorded meanwhile (then send nothing)."""
-    with transaction.atomic():
-        cell = CollectionCell.objects.select_for_update().select_related("collection").get(pk=cell_id)
-        if cell.collection.status != CollectionStatus.RUNNING or cell.status != CellStatus.PENDING:
-            return False
-        cell.status, cell.starts = CellStatus.STARTED, cell.starts + 1
-        cell.save(update_fields=["status", "starts", "updated_at"])
-    return True
+    """Journal a cell's call before it is sent (one statement); False when the collection has
+    stopped or the cell is not pending (recorded meanwhile, or taken by another runner)."""
+    started = CollectionCell.objects.filter(
+        pk=cell_id, status=CellStatus.PENDING, collection__status=CollectionStatus.RUNNING
+    ).update(status=CellStatus.STARTED, starts=F("starts") + 1, updated_at=timezone.now())
+    return started == 1
 
 
 @dataclass(frozen=True)
@@ -258,41 +257,56 @@ class CellResult:
     error: str = ""
 
 
-def cell_finish(*, work: CellWork, result: CellResult) -> Decimal:
-    """Keep a cell's end (the outcome row when it has a score), and add its cost to the
-    collection's spend; returns the spend. Idempotent: a cell already ended changes nothing."""
-    cost = Decimal(str(round(result.cost_usd, 10)))
+def cells_finish(*, collection_id: int, results: Sequence[tuple[CellWork, CellResult]]) -> Decimal:
+    """Keep the ends of some cells of one collection in one transaction: an outcome row for each
+    with a score, the cells' status and cost, and their cost added to the collection's spend;
+    returns the spend. Idempotent: a cell already ended changes nothing."""
     with transaction.atomic():
-        cell = CollectionCell.objects.select_for_update().select_related("collection", "task").get(pk=work.cell_id)
-        collection = Collection.objects.select_for_update().get(pk=cell.collection_id)
-        if cell.status in (CellStatus.RECORDED, CellStatus.FAILED):
+        collection = Collection.objects.select_for_update().only("source", "spent_usd").get(pk=collection_id)
+        ids = [work.cell_id for work, _ in results]
+        ended = set(
+            CollectionCell.objects.select_for_update()
+            .filter(pk__in=ids, status__in=[CellStatus.RECORDED, CellStatus.FAILED])
+            .values_list("pk", flat=True)
+        )
+        todo = [(work, result) for work, result in results if work.cell_id not in ended]
+        if not todo:
             return collection.spent_usd
-        outcome = None
-        if result.score is not None:
-            values = dict(
-                split="", benchmark=work.benchmark or "custom", domain=cell.task.domain or "other",
-                prompt=work.prompt, prompt_sha256=prompt_key(work.prompt), gold=work.gold or None,
-                response=result.response, score=result.score, prompt_tokens=result.prompt_tokens,
-                completion_tokens=result.completion_tokens, cost_usd=cost, latency_s=result.latency_s,
-            )  # fmt: skip
-            try:
-                with transaction.atomic():
-                    outcome = RecordedOutcome.objects.create(
-                        source=collection.source, item_id=work.item_id, model=work.model.removeprefix("replay/"),
-                        primitive=work.primitive, **values,
-                    )  # fmt: skip
-            except IntegrityError:  # kept by an earlier runner whose cell row lost the race
-                outcome = RecordedOutcome.objects.get(
+        costs = {work.cell_id: Decimal(str(round(result.cost_usd, 10))) for work, result in todo}
+        scored = [(work, result) for work, result in todo if result.score is not None]
+        rows = RecordedOutcome.objects.bulk_create(
+            [
+                RecordedOutcome(
                     source=collection.source, item_id=work.item_id, model=work.model.removeprefix("replay/"),
-                    primitive=work.primitive,
+                    primitive=work.primitive, split="", benchmark=work.benchmark or "custom", domain=work.domain,
+                    prompt=work.prompt, prompt_sha256=prompt_key(work.prompt), gold=work.gold or None,
+                    response=result.response, score=result.score or 0.0, prompt_tokens=result.prompt_tokens,
+                    completion_tokens=result.completion_tokens, cost_usd=costs[work.cell_id],
+                    latency_s=result.latency_s,
                 )  # fmt: skip
-        cell.status = CellStatus.RECORDED if outcome is not None else CellStatus.FAILED
-        cell.cost_usd, cell.error, cell.outcome = cost, result.error[:2000], outcome
-        cell.save(update_fields=["status", "cost_usd", "error", "outcome", "updated_at"])
-        collection.spent_usd = F("spent_usd") + cost
-        collection.heartbeat_at = timezone.now()
+                for work, result in scored
+            ],
+            # kept already by an earlier runner whose cell row lost the race: this result replaces it
+            update_conflicts=True, unique_fields=["source", "item_id", "model", "primitive"],
+            update_fields=["response", "score", "prompt_tokens", "completion_tokens", "cost_usd", "latency_s"],
+        )  # fmt: skip
+        outcome_of = {work.cell_id: row.pk for (work, _), row in zip(scored, rows, strict=True)}
+        now = timezone.now()
+        cells = [
+            CollectionCell(
+                pk=work.cell_id,
+                status=CellStatus.RECORDED if work.cell_id in outcome_of else CellStatus.FAILED,
+                cost_usd=costs[work.cell_id],
+                error=result.error[:2000],
+                outcome_id=outcome_of.get(work.cell_id),
+                updated_at=now,
+            )  # fmt: skip
+            for work, result in todo
+        ]
+        CollectionCell.objects.bulk_update(cells, ["status", "cost_usd", "error", "outcome", "updated_at"])
+        collection.spent_usd += sum(costs.values(), Decimal(0))
+        collection.heartbeat_at = now
         collection.save(update_fields=["spent_usd", "heartbeat_at"])
-        collection.refresh_from_db(fields=["spent_usd"])
     return collection.spent_usd
 
 

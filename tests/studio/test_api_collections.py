@@ -21,7 +21,8 @@ def setup() -> dict[str, Any]:
     Admissibility.objects.create(endpoint=endpoint, primitive=Primitive.objects.get_or_create(name="direct")[0])
     owner = UserFactory()
     tasks = [
-        task_create(owner=owner, text=f"What is {k} + 1?", gold_answer=str(k + 1), checker="gsm8k").pk for k in range(3)
+        task_create(owner=owner, text=f"What is {k} + 1?", gold_answer=str(k + 1), checker="gsm8k", domain="math").pk
+        for k in range(3)
     ]
     return {"pool_id": pool.pk, "task_ids": tasks, "pairs": [{"endpoint_id": endpoint.pk, "primitive": "direct"}],
             "budget_usd": 0.5}  # fmt: skip

@@ -240,7 +240,8 @@ def test_bad_collections_are_refused_naming_the_problem() -> None:
     endpoint = endpoint_create(pool_id=pool.pk, name="m", model="openai/m", api_base="http://127.0.0.1:9/v1")
     Admissibility.objects.create(endpoint=endpoint, primitive=direct)
     good = arithmetic_tasks(owner, 1)
-    bare = task_create(owner=owner, text="Say hi").pk
+    bare = task_create(owner=owner, text="Say hi", domain="chat").pk
+    no_domain = task_create(owner=owner, text="What is 1 + 1?", gold_answer="2", checker="gsm8k").pk
     cases = [
         (dict(pool_id=10**6), "no pool"),
         (dict(budget_usd=0), "positive number of dollars"),
@@ -248,6 +249,7 @@ def test_bad_collections_are_refused_naming_the_problem() -> None:
         (dict(pairs=[(endpoint.pk, "cot")]), "Not admissible"),
         (dict(task_ids=[10**6]), "Unknown task"),
         (dict(task_ids=[bare]), "no gold answer and checker"),
+        (dict(task_ids=[no_domain]), "has no domain"),
     ]
     for change, message in cases:
         arguments = dict(owner=owner, pool_id=pool.pk, task_ids=good, pairs=[(endpoint.pk, "direct")],
