@@ -1,7 +1,7 @@
 """Parity: the learned policy live, through /v1, against the evaluation of the same checkpoint.
 
     .venv/bin/python bench/parity.py [--items 300] [--presets best,balanced,cheap,balanced+cascade]
-        [--seed 0] [--checkpoint POLICY.pt]
+        [--seed 0] [--checkpoint POLICY.pt] [--probe K]
 
 1. The stack (bench/harness.py): embedded PostgreSQL and Redis (or those of DATABASE_URL /
    REDIS_URL), a Celery worker (prefork, 2 processes) and uvicorn. RouterBench's recordings
@@ -17,6 +17,15 @@
    λ), the evaluation's cascade point at that λ offline (its gate fit on the same train items).
 4. The same checkpoint as `orchestrator.evaluate`'s learned method (`--checkpoint`) routes
    the same items at the same λ; both are scored on the recordings.
+
+`--probe K`: the unseen pool, calibrated live. The policy is trained on LLMRouter only
+(`train_policy --unseen`; RouterBench's models are new to it), K RouterBench items are the
+probe (`probe_split`, as `orchestrator.evaluate --train llmrouter.jsonl.gz --outcomes
+routerbench.jsonl.gz --probe K` draws them) and the test items come from the rest. Live, a
+calibrating collection records the probe items × every pair of the replay pool through the
+provider path, and its source becomes the pool's calibration (docs/collect.md); offline, the
+evaluation's learned method calibrates on the same probe. The pool's calibration source is
+given back afterwards.
 
 Printed per preset, side by side: items whose pairs called, in order, are the same live as
 offline; macro accuracy; $/query; calls per query.
@@ -70,16 +79,18 @@ def test_items(table: OutcomeTable, *, count: int, seed: int) -> np.ndarray:
     return np.sort(rng.choice(unique, size=min(count, len(unique)), replace=False))
 
 
-def train_checkpoint(train: OutcomeTable, seed: int) -> Path:
+def train_checkpoint(train: OutcomeTable, seed: int, *, unseen: bool = False) -> Path:
     from orchestrator.learning.method import LearnedConfig
     from orchestrator.train_policy import train_table
 
-    out = DATA_DIR / "checkpoints" / f"parity-train-split-seed{seed}.pt"
+    name = f"parity-unseen-llmrouter-seed{seed}.pt" if unseen else f"parity-train-split-seed{seed}.pt"
+    out = DATA_DIR / "checkpoints" / name
     started = time.monotonic()
     print(f"training the policy on {train.n_items} train items ({load_average()})", flush=True)
+    source = "llmrouter.jsonl.gz" if unseen else "routerbench.jsonl.gz (train split)"
     train_table(
         train, out=out, seed=seed, config=LearnedConfig.from_mapping({"threads": 2}),
-        prices=OUTCOMES / "prices.json", show_progress=False, outcomes=["routerbench.jsonl.gz (train split)"],
+        prices=OUTCOMES / "prices.json", show_progress=False, outcomes=[source], unseen=unseen,
     )  # fmt: skip
     print(f"  trained in {time.monotonic() - started:.0f} s -> {out}", flush=True)
     return out
@@ -112,6 +123,33 @@ def make_default(path: Path) -> int | None:
         kind=CheckpointKind.POLICY, path=str(relative), defaults={"name": path.stem, "is_default": True}
     )
     return found.pk if found is not None else None
+
+
+def calibrate_live(probe: OutcomeTable, pool_id: int) -> str:
+    """The live side of the probe: the probe items as tasks, a calibrating collection of them ×
+    every pair of the replay pool, run here through the provider path; its source becomes the
+    pool's calibration. Returns the source."""
+    from studio.models import Admissibility, ModelPool
+    from studio.services.collections import collection_create
+    from studio.services.tasks import task_create
+    from workers.collection import run_collection
+
+    owner = bench_user()
+    tasks = [
+        task_create(owner=owner, text=probe.prompts[i], benchmark=probe.benchmarks[i], domain=probe.domains[i],
+                    metadata={"item_id": probe.item_ids[i]}).pk
+        for i in range(probe.n_items)
+    ]  # fmt: skip
+    rows = Admissibility.objects.filter(endpoint__pool_id=pool_id, allowed=True).select_related("primitive")
+    pairs = [(row.endpoint_id, row.primitive.name) for row in rows]
+    collection = collection_create(owner=owner, pool_id=pool_id, task_ids=tasks, pairs=pairs, budget_usd=1000,
+                                   max_concurrency=8, calibrates=True, enqueue=False, name="parity probe")  # fmt: skip
+    status = run_collection(collection.pk)
+    source = ModelPool.objects.get(pk=pool_id).calibration_source
+    print(
+        f"  probe collected live: {len(tasks)} items x {len(pairs)} pairs, {status}; calibration {source}", flush=True
+    )
+    return source
 
 
 def live(url: str, token: str, prompts: list[str], preset: str) -> list[int]:
@@ -159,6 +197,11 @@ def main() -> None:
     parser.add_argument("--presets", default="best,balanced,cheap,balanced+cascade")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--checkpoint", type=Path, help="a trained policy checkpoint (default: train one)")
+    parser.add_argument(
+        "--probe", type=int, default=0,
+        help="the unseen pool: a policy trained on LLMRouter (--unseen), RouterBench's pool calibrated live on K "
+        "probe items by a calibrating collection, against orchestrator.evaluate --train llmrouter --probe K",
+    )  # fmt: skip
     args = parser.parse_args()
     presets = [name.strip() for name in args.presets.split(",") if name.strip()]
     known = ("best", "balanced", "cheap")
@@ -175,17 +218,28 @@ def main() -> None:
         from orchestrator.policies import COST_PRESETS
         from orchestrator.routing import metrics
         from orchestrator.routing.methods import CASCADE_OFFSET
-        from orchestrator.routing.table import load_table, split_table
+        from orchestrator.routing.table import load_table, probe_split, split_table
         from studio.services.tokens import token_create
 
-        replay_pool()
+        pool_id = replay_pool()
         table = load_table([OUTCOMES / "routerbench.jsonl.gz"], prices=OUTCOMES / "prices.json")
-        train, test = split_table(table, seed=0)
+        probe = None
+        if args.probe:  # evaluate's unseen-pool setting: its probe items, the rest for testing
+            train = load_table([OUTCOMES / "llmrouter.jsonl.gz"], prices=OUTCOMES / "prices.json")
+            probe, test = probe_split(table, k=args.probe, seed=args.seed)
+        else:
+            train, test = split_table(table, seed=0)
         test = test.rows(test_items(test, count=args.items, seed=args.seed))
-        checkpoint = args.checkpoint or train_checkpoint(train, args.seed)
+        checkpoint = args.checkpoint or train_checkpoint(train, args.seed, unseen=probe is not None)
         before = make_default(checkpoint)
         method = LearnedMethod(checkpoint=checkpoint)
-        method.fit(train, seed=args.seed)
+        method.fit(train, seed=args.seed, probe=probe)
+        source_before = None
+        if probe is not None:
+            from studio.models import ModelPool
+
+            source_before = ModelPool.objects.get(pk=pool_id).calibration_source
+            calibrate_live(probe, pool_id)
         worker = bench.start_worker("parity", pool="prefork", concurrency=2)
         bench.wait_workers_ready([worker])
         port = free_port()
@@ -219,6 +273,10 @@ def main() -> None:
             server.terminate()
             server.wait(timeout=15)
             restore_default(before)
+            if source_before is not None:
+                from studio.models import ModelPool
+
+                ModelPool.objects.filter(pk=pool_id).update(calibration_source=source_before)
     report(rows)
 
 
