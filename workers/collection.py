@@ -59,7 +59,9 @@ def call_cell(work: CellWork) -> CellResult | None:
     """Send one cell's call and score its answer; None when it must not be sent (the
     collection stopped, or another runner took the cell)."""
     try:
-        if not cell_start(cell_id=work.cell_id):
+        started = cell_start(cell_id=work.cell_id)
+        connection_release()  # not held through the provider call: the pool has few connections
+        if not started:
             return None
         config = EndpointConfig(
             model=work.model, api_base=work.api_base, api_key=work.api_key,

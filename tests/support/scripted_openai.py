@@ -205,6 +205,12 @@ def _completion_body(body: dict[str, Any], reply: Reply) -> dict[str, Any]:
     }
 
 
+class _Server(ThreadingHTTPServer):
+    # socketserver's listen backlog is 5: past a handful of connections opened at once, the
+    # rest are reset and the client retries, which capped concurrent callers at about 7.
+    request_queue_size = 1024
+
+
 class ScriptedOpenAI:
     def __init__(self, script: Script) -> None:
         self.script = script
@@ -279,7 +285,7 @@ class ScriptedOpenAI:
                     content = json.dumps(_completion_body(body, reply)).encode()
                     self._send(200, content, reply.headers, pieces=reply.pieces, pause_s=reply.pause_s)
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd = _Server(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
         self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
 
