@@ -2,7 +2,7 @@
 collecting worker costs.
 
     .venv/bin/python bench/collect.py [--cells 400] [--endpoints 1] [--concurrency 1,2,4,8,16] [--latency 0,0.5]
-    .venv/bin/python bench/collect.py --crash [--cells 240] [--kill-at 0.3]
+    .venv/bin/python bench/collect.py --crash [--cells 400] [--kill-at 0.3]
 
 Throughput. Tasks of arithmetic questions (gsm8k checker) × `--endpoints` endpoints of the
 scripted OpenAI-compatible server (tests/support/scripted_openai.py, on 127.0.0.1, in a
