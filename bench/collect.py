@@ -3,6 +3,12 @@ collecting worker costs.
 
     .venv/bin/python bench/collect.py [--cells 400] [--endpoints 1] [--concurrency 1,2,4,8,16] [--latency 0,0.5]
     .venv/bin/python bench/collect.py --crash [--cells 400] [--kill-at 0.3]
+    .venv/bin/python bench/collect.py --replay 200
+
+Replay round trip (`--replay N`): N recorded RouterBench items (seeded) × every pair of the
+replay pool (`bench-replay`), collected through the provider path; every collected row is
+compared with its recording, field by field (response, score, tokens, cost, prompt,
+benchmark, domain). Goal: 0 mismatches, 0 missing rows.
 
 Throughput. Tasks of arithmetic questions (gsm8k checker) × `--endpoints` endpoints of the
 scripted OpenAI-compatible server (tests/support/scripted_openai.py, on 127.0.0.1, in a
@@ -220,6 +226,65 @@ def crash(args: argparse.Namespace, bench: Any) -> bool:
     return not repeated and lost == 0 and over <= limit + 1e-9 and collection.status in ("stopped", "succeeded")
 
 
+def replay_round_trip(args: argparse.Namespace) -> bool:
+    """`--replay N`: N recorded RouterBench items (seeded) × every pair of the replay pool,
+    collected through the provider path; each row compared with its recording."""
+    import random
+
+    from bench.harness import REPLAY_SOURCE, replay_pool
+    from studio.models import Admissibility, RecordedOutcome
+    from studio.services.collections import collection_create
+    from studio.services.tasks import task_create
+    from workers.collection import run_collection
+
+    pool_id = replay_pool()
+    owner = bench_user()
+    items = sorted(set(RecordedOutcome.objects.filter(source=REPLAY_SOURCE).values_list("item_id", flat=True)))
+    chosen = sorted(random.Random(0).sample(items, min(args.replay, len(items))))  # noqa: S311 (a sample)
+    first = {
+        r.item_id: r for r in RecordedOutcome.objects.filter(source=REPLAY_SOURCE, item_id__in=chosen).order_by("pk")
+    }
+    tasks = [
+        task_create(owner=owner, text=first[i].prompt, benchmark=first[i].benchmark, domain=first[i].domain,
+                    metadata={"item_id": i}).pk
+        for i in chosen
+    ]  # fmt: skip
+    admissible = Admissibility.objects.filter(endpoint__pool_id=pool_id, allowed=True).select_related("primitive")
+    pairs = [(a.endpoint_id, a.primitive.name) for a in admissible]
+    collection = collection_create(owner=owner, pool_id=pool_id, task_ids=tasks, pairs=pairs, budget_usd=1e6,
+                                   max_concurrency=8, enqueue=False, name="replay round trip")  # fmt: skip
+    start = time.perf_counter()
+    status = run_collection(collection.pk)
+    took = time.perf_counter() - start
+    fields = ("response", "score", "prompt_tokens", "completion_tokens", "cost_usd", "prompt", "benchmark", "domain")
+    recorded = {
+        (r["item_id"], r["model"], r["primitive"]): r
+        for r in RecordedOutcome.objects.filter(source=REPLAY_SOURCE, item_id__in=chosen).values(
+            "item_id", "model", "primitive", *fields
+        )
+    }
+    got = {
+        (r["item_id"], r["model"], r["primitive"]): r
+        for r in RecordedOutcome.objects.filter(source=collection.source).values(
+            "item_id", "model", "primitive", *fields
+        )
+    }
+    mismatched = Counter(
+        name for key, row in recorded.items() for name in fields if key not in got or got[key][name] != row[name]
+    )
+    missing = len(set(recorded) - set(got))
+    for key, row in recorded.items():  # the first mismatch, shown
+        wrong = [name for name in fields if key in got and got[key][name] != row[name]]
+        if wrong:
+            print(f"  e.g. {key}: " + "; ".join(f"{n} {got[key][n]!r} != recorded {row[n]!r}" for n in wrong))
+            break
+    print(f"replay round trip: {len(chosen)} RouterBench items x {len(pairs)} pairs = {len(recorded)} recordings; "
+          f"collection {collection.pk} {status} in {took:.1f} s")  # fmt: skip
+    print(f"  rows collected: {len(got)}; missing: {missing}; fields compared: {', '.join(fields)}")
+    print(f"  mismatches by field: {dict(mismatched) or 'none'} (goal 0): {verdict(not mismatched and not missing)}")
+    return not mismatched and not missing and status == "succeeded"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cells", type=int, default=400)
@@ -227,6 +292,7 @@ def main() -> int:
     parser.add_argument("--concurrency", default="1,2,4,8,16")
     parser.add_argument("--latency", default="0,0.5")
     parser.add_argument("--crash", action="store_true")
+    parser.add_argument("--replay", type=int, help="the replay round trip on N recorded RouterBench items")
     parser.add_argument("--serve", type=float, help=argparse.SUPPRESS)  # the upstream's own process
     parser.add_argument("--kill-at", type=float, default=0.3, help="the share of cells recorded when it is killed")
     args = parser.parse_args()
@@ -238,7 +304,7 @@ def main() -> int:
         parser.error(f"--cells is at least {ENDPOINTS}")
     print(f"bench/collect.py, code {code_version()}, {os.cpu_count()} CPUs, {load_average()}")
     with bench_environment() as bench:
-        ok = crash(args, bench) if args.crash else throughput(args)
+        ok = replay_round_trip(args) if args.replay else crash(args, bench) if args.crash else throughput(args)
     print("all goals:", verdict(ok))
     return 0 if ok else 1
 

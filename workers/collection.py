@@ -80,8 +80,11 @@ def call_cell(work: CellWork) -> CellResult | None:
         if not envelope.ok:
             return replace(usage, error=f"{envelope.error_kind}: {envelope.error_message}")
         recorded = envelope.artifacts.get("recorded_score") if envelope.artifacts.get("replay") else None
-        if recorded is not None:
+        if recorded is not None:  # a replayed recording: its score, and its tokens as recorded (null stays null)
             score = float(recorded)
+            known = envelope.artifacts.get("tokens_recorded", [True, True])
+            usage = replace(usage, prompt_tokens=usage.prompt_tokens if known[0] else None,
+                            completion_tokens=usage.completion_tokens if known[1] else None)  # fmt: skip
         else:
             score = check(work.checker, envelope.answer or "", work.gold, item=work.item).score
         return replace(usage, score=score, response=envelope.output)
@@ -94,7 +97,7 @@ def run_collection(collection_id: int, *, worker: str = "", report: Report | Non
     collection = collection_start(collection_id=collection_id, worker=worker)
     if collection is None:
         log.info("collection %s is gone or has ended; nothing to do", collection_id)
-        return collection_status(collection_id=collection_id)
+        return collection_status(collection_id=collection_id) or "gone"
     budget, spent = float(collection.budget_usd), float(collection.spent_usd)
     queues: dict[int, deque[CellWork]] = defaultdict(deque)
     for work in collection_work(collection_id=collection_id):

@@ -18,7 +18,7 @@ from studio.services.collections import MAX_CONCURRENCY, collection_cancel, coll
 router = Router(tags=["collections"], auth=role(Role.RESEARCHER))
 
 
-class PairIn(Body):
+class CollectionPairIn(Body):
     endpoint_id: StrictInt
     primitive: StrictStr = Field(min_length=1, max_length=50)
 
@@ -26,7 +26,7 @@ class PairIn(Body):
 class CollectionIn(Body):
     pool_id: StrictInt
     task_ids: list[StrictInt] = Field(min_length=1, max_length=100_000)
-    pairs: list[PairIn] = Field(min_length=1, max_length=1000)
+    pairs: list[CollectionPairIn] = Field(min_length=1, max_length=1000)
     budget_usd: StrictFloat | StrictInt = Field(gt=0, description="dollars it may spend, within one call per endpoint")
     max_concurrency: StrictInt = Field(4, ge=1, le=MAX_CONCURRENCY, description="calls in flight per endpoint")
     name: StrictStr = Field("", max_length=100)

@@ -131,6 +131,13 @@ def collection_resume(*, collection_id: int, budget_usd: float | None = None) ->
         raise NotFound(f"There is no collection {collection_id}.")
     if collection.status in COLLECTION_ACTIVE:
         raise Conflict(f"Collection {collection_id} is {collection.status} already.")
+    quiet = timezone.now() - timedelta(seconds=settings.ORCHESTRA_COLLECTION_QUIET_S)
+    in_flight = collection.cells.filter(status=CellStatus.STARTED).count()
+    if in_flight and collection.heartbeat_at is not None and collection.heartbeat_at > quiet:
+        raise Conflict(
+            f"Collection {collection_id} still has {in_flight} call(s) in flight from its last runner; "
+            "resume it once they have ended (in a few seconds)."
+        )
     if budget_usd is not None:
         if Decimal(str(budget_usd)) <= collection.spent_usd:
             raise Invalid("budget_usd", f"The budget must be above the ${collection.spent_usd:.6f} spent.")
@@ -256,8 +263,8 @@ class CellResult:
 
     score: float | None  # None: the call failed
     response: str | None
-    prompt_tokens: int
-    completion_tokens: int
+    prompt_tokens: int | None  # None: not known (a replayed recording that holds none)
+    completion_tokens: int | None
     cost_usd: float
     latency_s: float
     error: str = ""
@@ -330,7 +337,8 @@ def collection_end(*, collection_id: int, status: str, message: str = "") -> Non
 
 
 def collection_status(*, collection_id: int) -> str:
-    return str(Collection.objects.values_list("status", flat=True).get(pk=collection_id))
+    """Its status; "" when it is gone (deleted, or a message from another database)."""
+    return str(Collection.objects.filter(pk=collection_id).values_list("status", flat=True).first() or "")
 
 
 def collections_resume_quiet(*, older_than_s: float | None = None) -> int:

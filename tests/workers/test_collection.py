@@ -292,3 +292,39 @@ def test_a_calibrating_collection_run_by_the_command_becomes_the_pools_calibrati
     _, records = calibration
     assert len(records) == 10 and {r["model"] for r in records} == {"openai/right", "openai/wrong"}
     assert len(script.calls) == 10  # K = 5 probes per pair
+
+
+def test_replay_prefers_an_imported_recording_to_a_collections_copy() -> None:
+    from studio.selectors.outcomes import recorded_outcome, recorded_outcomes
+
+    common = dict(item_id="i1", benchmark="gsm8k", domain="math", prompt="q", prompt_sha256="h", model="m",
+                  primitive="direct", score=1.0)  # fmt: skip
+    RecordedOutcome.objects.create(source="collection-1", response="copy", **common)
+    RecordedOutcome.objects.create(source="zz-imported", response="original", **common)
+    row = recorded_outcome(model="m", primitive="direct", item_id="i1", prompt_sha256="")
+    assert row is not None and row["response"] == "original"
+    assert recorded_outcomes([("m", "direct", "i1")])[-1]["response"] == "original"  # the first source comes last
+    RecordedOutcome.objects.filter(source="zz-imported").delete()
+    only = recorded_outcome(model="m", primitive="direct", item_id="i1", prompt_sha256="")
+    assert only is not None and only["response"] == "copy"  # a collection replays where nothing else does
+
+
+def test_a_message_for_a_collection_that_is_gone_does_nothing() -> None:
+    assert run_collection(10**6) == "gone"
+
+
+def test_a_resume_waits_for_the_last_runners_calls_in_flight() -> None:
+    owner = UserFactory()
+    pool = PoolFactory()
+    endpoint = endpoint_create(pool_id=pool.pk, name="m", model="openai/m", api_base="http://127.0.0.1:9/v1")
+    Admissibility.objects.create(endpoint=endpoint, primitive=Primitive.objects.get_or_create(name="direct")[0])
+    collection = collection_create(owner=owner, pool_id=pool.pk, task_ids=arithmetic_tasks(owner, 2),
+                                   pairs=[(endpoint.pk, "direct")], budget_usd=1, enqueue=False)  # fmt: skip
+    from django.utils import timezone
+
+    Collection.objects.filter(pk=collection.pk).update(status=CollectionStatus.CANCELLED, heartbeat_at=timezone.now())
+    CollectionCell.objects.filter(collection=collection).update(status=CellStatus.STARTED)
+    with pytest.raises(Conflict, match="2 call\\(s\\) in flight"):
+        collection_resume(collection_id=collection.pk)
+    Collection.objects.filter(pk=collection.pk).update(heartbeat_at=timezone.now() - timezone.timedelta(hours=1))
+    assert collection_resume(collection_id=collection.pk).status == CollectionStatus.QUEUED  # its runner is gone

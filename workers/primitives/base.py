@@ -60,6 +60,7 @@ def replayed(llm: LLMClient, name: str, task: PrimitiveInput) -> Envelope:
         "replay": True,
         "recorded_score": recording.get("score"),
         "response_recorded": recording.get("response_recorded", bool(output)),
+        "tokens_recorded": recording.get("tokens_recorded", [True, True]),
         "source": recording.get("source"),
         "item_id": recording.get("item_id"),
     }

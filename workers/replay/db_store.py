@@ -62,6 +62,7 @@ class DatabaseStore:
 
 
 def _recording(row: dict[str, Any]) -> Recording:
+    recorded = (row["prompt_tokens"] is not None, row["completion_tokens"] is not None)
     prompt_tokens = row["prompt_tokens"]
     if prompt_tokens is None:
         prompt_tokens = tokens_from_chars(row["prompt_chars"] or 0)
@@ -79,4 +80,5 @@ def _recording(row: dict[str, Any]) -> Recording:
         completion_tokens=completion_tokens,
         cost_usd=float(row["cost_usd"]) if row["cost_usd"] is not None else None,
         latency_s=row["latency_s"],
+        tokens_recorded=recorded,
     )

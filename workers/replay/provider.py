@@ -130,6 +130,7 @@ class ReplayLLM(CustomLLM):
             "score": recording.score,
             "cost_usd": recording.cost_usd,
             "response_recorded": recording.response is not None,
+            "tokens_recorded": list(recording.tokens_recorded),  # usage holds estimates where False
         }
         if recording.parts:
             model_response._hidden_params["replay"]["parts"] = [

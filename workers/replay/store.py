@@ -25,6 +25,7 @@ class Recording:
     cost_usd: float | None
     latency_s: float | None
     parts: tuple[Recording, ...] = ()  # a composite answered whole: the recordings of its parts
+    tokens_recorded: tuple[bool, bool] = (True, True)  # (prompt, completion): False where estimated
 
 
 def recording_from(record: OutcomeRecord) -> Recording:
@@ -39,6 +40,7 @@ def recording_from(record: OutcomeRecord) -> Recording:
         completion_tokens=record.tokens_out,
         cost_usd=record.cost_usd,
         latency_s=record.latency_s,
+        tokens_recorded=(record.prompt_tokens is not None, record.completion_tokens is not None),
     )
 
 
