@@ -15,6 +15,7 @@ const LiveRunPage = lazy(() => import("./pages/LiveRun"));
 const LabelPage = lazy(() => import("./pages/Label"));
 const TrainingPage = lazy(() => import("./pages/Training"));
 const EvaluationPage = lazy(() => import("./pages/Evaluation"));
+const CollectionsPage = lazy(() => import("./pages/Collections"));
 const PoolsPage = lazy(() => import("./pages/Pools"));
 
 function Page({ needs, children }: { needs: Role; children: ReactNode }) {
@@ -83,6 +84,14 @@ export function App() {
           element={
             <Page needs="researcher">
               <EvaluationPage />
+            </Page>
+          }
+        />
+        <Route
+          path="/collections"
+          element={
+            <Page needs="researcher">
+              <CollectionsPage />
             </Page>
           }
         />

@@ -59,6 +59,7 @@ STATES = [
     State("/label?tab=export", "label-export"),
     State("/training", "training"),
     State("/evaluation", "evaluation"),
+    State("/collections", "collections"),
     State("/pools", "pools"),
     State("/no-such-page", "not-found"),
 ]

@@ -37,6 +37,7 @@ PAGES = [
     Gated("/label", "Label", Role.LABELER, "Label"),
     Gated("/training", "Training", Role.RESEARCHER, "Training"),
     Gated("/evaluation", "Evaluation", Role.RESEARCHER, "Evaluation"),
+    Gated("/collections", "Collections", Role.RESEARCHER, "Collections"),
     Gated("/pools", "Pools", Role.VIEWER, "Pools"),
 ]
 

@@ -11,13 +11,29 @@ export interface FieldError {
 export class ApiError extends Error {
   readonly status: number;
   readonly errors: FieldError[];
+  /** The request's field that a refusal (a 422) names, as `pairs` or `pairs.0.primitive`. */
+  readonly field: string | undefined;
 
-  constructor(status: number, detail: string, errors: FieldError[] = []) {
+  constructor(status: number, detail: string, errors: FieldError[] = [], field?: string) {
     super(detail);
     this.name = "ApiError";
     this.status = status;
     this.errors = errors;
+    this.field = field;
   }
+}
+
+/**
+ * What a 422 says about each field of a form, by the field's top-level name (`pairs.0.primitive`
+ * is `pairs`): the message of each error the body lists, else its `detail` under its `field`.
+ */
+export function fieldErrors(error: unknown): Record<string, string> {
+  if (!(error instanceof ApiError) || error.status !== 422) return {};
+  const byField: Record<string, string> = {};
+  const top = (field: string) => field.split(".")[0];
+  for (const each of error.errors) if (each.field) byField[top(each.field)] ??= each.message;
+  if (error.field) byField[top(error.field)] ??= error.message;
+  return byField;
 }
 
 /**
@@ -58,16 +74,18 @@ export function ensureCsrf(force = false): Promise<void> {
 async function errorOf(response: Response): Promise<ApiError> {
   let detail = `${response.status} ${response.statusText || "error"}`;
   let errors: FieldError[] = [];
+  let field: string | undefined;
   try {
-    const body = (await response.json()) as { detail?: unknown; errors?: unknown } | null;
+    const body = (await response.json()) as { detail?: unknown; errors?: unknown; field?: unknown } | null;
     if (typeof body?.detail === "string") detail = body.detail;
     if (Array.isArray(body?.errors)) errors = body.errors as FieldError[];
+    if (typeof body?.field === "string") field = body.field;
   } catch {
     // not JSON: keep the status line
   }
   if (response.status >= 500)
     detail = `The server failed (${response.status}). Try again; if it persists, check the server log.`;
-  return new ApiError(response.status, detail, errors);
+  return new ApiError(response.status, detail, errors, field);
 }
 
 export interface ApiInit {

@@ -9,6 +9,8 @@ export const keys = {
   options: ["options"] as const,
   users: ["users"] as const,
   task: (id: number) => ["tasks", id] as const,
+  /** How many tasks a filter matches (a page of one task, for its `count`). */
+  taskCount: (filters: RunFilters) => ["tasks", "count", filters] as const,
   recordedItems: (source: string, search: string, offset: number) =>
     ["recorded-items", source, search, offset] as const,
   primitives: ["primitives"] as const,
@@ -33,6 +35,10 @@ export const keys = {
     jobs: ["training", "jobs"] as const,
     job: (id: number) => ["training", "job", id] as const,
     checkpoints: ["training", "checkpoints"] as const,
+  },
+  collections: {
+    all: ["collections"] as const,
+    list: (offset: number) => ["collections", "list", offset] as const,
   },
   evaluations: {
     list: ["evaluations", "list"] as const,

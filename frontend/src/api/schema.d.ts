@@ -152,6 +152,87 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/collections": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List Collections
+         * @description Collections, newest first, each with its cells counted by status.
+         */
+        get: operations["studio_api_collections_list_collections"];
+        put?: never;
+        /**
+         * Create Collection
+         * @description Queue a collection of every task × pair on queue `training`; its outcomes' source is `collection-<id>`.
+         */
+        post: operations["studio_api_collections_create_collection"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/collections/{collection_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get Collection */
+        get: operations["studio_api_collections_get_collection"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/collections/{collection_id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel Collection
+         * @description Stop sending calls; the cells recorded stay. A collection that has ended is left as it is.
+         */
+        post: operations["studio_api_collections_cancel_collection"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/collections/{collection_id}/resume": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Resume Collection
+         * @description Queue it again: only the cells not yet recorded are called (409 while it is queued or running).
+         */
+        post: operations["studio_api_collections_resume_collection"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/endpoints/{endpoint_id}": {
         parameters: {
             query?: never;
@@ -890,6 +971,19 @@ export interface components {
             /** Tokens Out */
             tokens_out: number;
         };
+        /** CellsOut */
+        CellsOut: {
+            /** Failed */
+            failed: number;
+            /** Pending */
+            pending: number;
+            /** Recorded */
+            recorded: number;
+            /** Started */
+            started: number;
+            /** Total */
+            total: number;
+        };
         /**
          * CheckpointKind
          * @enum {string}
@@ -935,6 +1029,79 @@ export interface components {
             labeler_b: string;
             /** Overlap */
             overlap: number;
+        };
+        /** CollectionIn */
+        CollectionIn: {
+            /**
+             * Budget Usd
+             * @description dollars it may spend, within one call per endpoint
+             */
+            budget_usd: number;
+            /**
+             * Calibrates
+             * @description once it succeeds, its outcomes become the pool's calibration
+             * @default false
+             */
+            calibrates: boolean;
+            /**
+             * Max Concurrency
+             * @description calls in flight per endpoint
+             * @default 4
+             */
+            max_concurrency: number;
+            /**
+             * Name
+             * @default
+             */
+            name: string;
+            /** Pairs */
+            pairs: components["schemas"]["CollectionPairIn"][];
+            /** Pool Id */
+            pool_id: number;
+            /** Task Ids */
+            task_ids: number[];
+        };
+        /** CollectionOut */
+        CollectionOut: {
+            /** Budget Usd */
+            budget_usd: number;
+            /** Calibrates */
+            calibrates: boolean;
+            cells: components["schemas"]["CellsOut"];
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            /** Finished At */
+            finished_at: string | null;
+            /** Id */
+            id: number;
+            /** Max Concurrency */
+            max_concurrency: number;
+            /** Message */
+            message: string;
+            /** Name */
+            name: string;
+            /** Pool Id */
+            pool_id: number;
+            /** Pool Name */
+            pool_name: string;
+            /** Source */
+            source: string;
+            /** Spent Usd */
+            spent_usd: number;
+            /** Started At */
+            started_at: string | null;
+            /** Status */
+            status: string;
+        };
+        /** CollectionPairIn */
+        CollectionPairIn: {
+            /** Endpoint Id */
+            endpoint_id: number;
+            /** Primitive */
+            primitive: string;
         };
         /** ComponentOut */
         ComponentOut: {
@@ -1122,6 +1289,11 @@ export interface components {
              * @description a policy checkpoint whose training config the learned uses
              */
             checkpoint_id?: number | null;
+            /**
+             * Collections
+             * @description collections to test on, beside the outcome files (alone when none is named)
+             */
+            collections?: number[];
             /**
              * Kind
              * @description items: routers on recorded items; composites: composite tasks split or solved whole
@@ -1522,6 +1694,13 @@ export interface components {
             /** Items */
             items: components["schemas"]["CheckpointOut"][];
         };
+        /** PagedCollectionOut */
+        PagedCollectionOut: {
+            /** Count */
+            count: number;
+            /** Items */
+            items: components["schemas"]["CollectionOut"][];
+        };
         /** PagedEndpointOut */
         PagedEndpointOut: {
             /** Count */
@@ -1863,6 +2042,14 @@ export interface components {
             /** Primitive */
             primitive: string;
         };
+        /** ResumeIn */
+        ResumeIn: {
+            /**
+             * Budget Usd
+             * @description a larger budget, if it stopped on one
+             */
+            budget_usd?: (number) | null;
+        };
         /**
          * Role
          * @description Roles form a ladder: each one may do everything the roles below it may.
@@ -2129,6 +2316,11 @@ export interface components {
          *     `preferences` and `live_runs`; an option of the other kind is a 422 naming it.
          */
         TrainingConfigIn: {
+            /**
+             * Collections
+             * @description collections whose recorded outcomes it also trains on (docs/collect.md)
+             */
+            collections?: number[];
             /**
              * Demo
              * @description policy: the demo policy's job, as `make up` queues it
@@ -2532,6 +2724,123 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["CheckpointOut"];
+                };
+            };
+        };
+    };
+    studio_api_collections_list_collections: {
+        parameters: {
+            query?: {
+                limit?: number;
+                offset?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PagedCollectionOut"];
+                };
+            };
+        };
+    };
+    studio_api_collections_create_collection: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CollectionIn"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CollectionOut"];
+                };
+            };
+        };
+    };
+    studio_api_collections_get_collection: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                collection_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CollectionOut"];
+                };
+            };
+        };
+    };
+    studio_api_collections_cancel_collection: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                collection_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CollectionOut"];
+                };
+            };
+        };
+    };
+    studio_api_collections_resume_collection: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                collection_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ResumeIn"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CollectionOut"];
                 };
             };
         };

@@ -37,3 +37,8 @@ export type Evaluation = S["EvaluationOut"];
 export type EvaluationDetail = S["EvaluationDetailOut"];
 export type EvaluationIn = S["EvaluationIn"];
 export type EvaluationOptions = S["EvaluationOptionsOut"];
+
+export type Collection = S["CollectionOut"];
+export type ResumeIn = S["ResumeIn"];
+export type CollectionPair = S["CollectionPairIn"];
+export type CollectionIn = S["CollectionIn"];

@@ -9,6 +9,7 @@ const LINKS: { to: string; label: string; role: Role }[] = [
   { to: "/label", label: "Label", role: "labeler" },
   { to: "/training", label: "Training", role: "researcher" },
   { to: "/evaluation", label: "Evaluation", role: "researcher" },
+  { to: "/collections", label: "Collections", role: "researcher" },
   { to: "/pools", label: "Pools", role: "viewer" },
 ];
 

@@ -31,6 +31,16 @@ export function ErrorText({ error }: { error: unknown }) {
   );
 }
 
+/** A refusal beside the field it names; the field points at it with `aria-describedby={id}`. */
+export function FieldNote({ id, message }: { id: string; message: string | undefined }) {
+  if (!message) return null;
+  return (
+    <p id={id} className="field-note" role="alert">
+      {message}
+    </p>
+  );
+}
+
 export function Empty({ title, children }: { title: string; children?: ReactNode }) {
   return (
     <div className="empty">
