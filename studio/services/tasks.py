@@ -1,14 +1,19 @@
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
 from django.db import transaction
 
+from orchestrator.benchmark_tasks import BENCHMARKS, TaskSpec, benchmark_tasks
 from orchestrator.checking import checker_names, has_checker
 from orchestrator.composite import composite_text
-from studio.errors import Invalid
+from orchestrator.task_jsonl import TaskFormatError, read_tasks
+from studio.errors import ApplicationError, Invalid
 from studio.models import Domain, Task, User
+from studio.storable import UnstorableText, check_storable
 
 
 def check_task_text(text: str) -> None:
@@ -88,4 +93,96 @@ def task_create_composite(*, owner: User, items: list[tuple[str, str]], text: st
         domain=domains.pop() if len(domains) == 1 else "",
         decomposable=True,
         metadata={"items": [{**p, "recorded_pairs": [list(pair) for pair in p["recorded_pairs"]]} for p in parts]},
+    )
+
+
+@dataclass(frozen=True)
+class TasksMade:
+    """What a bulk task creation gave."""
+
+    task_ids: list[int]  # every task of the sample (or file), in its order
+    created: int  # of them, made now
+    existing: int  # of them, the owner's already (the same benchmark item), not made again
+
+
+@transaction.atomic
+def tasks_from_benchmark(*, owner: User, benchmark: str, n: int, seed: int = 0) -> TasksMade:
+    """Checker-verified tasks of a seeded sample of `n` items of a vendored benchmark
+    (`orchestrator.benchmark_tasks`). An item the owner has a task of already (the same
+    benchmark and `metadata.item_id`) is not made again, so a larger `n` with the same seed
+    adds only the new items, and a collection over the benchmark's tasks has each item once."""
+    try:
+        specs = benchmark_tasks(benchmark, n, seed)
+    except ValueError as exc:
+        raise Invalid("benchmark" if benchmark not in BENCHMARKS else "n", str(exc)) from None
+    for spec in specs:
+        check_task_text(spec.text)
+    User.objects.select_for_update().filter(pk=owner.pk).first()  # one such creation per owner at a time
+    rows = Task.objects.filter(
+        owner=owner, benchmark__in={spec.benchmark for spec in specs}, metadata__item_id__in=[s.item_id for s in specs]
+    )
+    had = {(task.benchmark, task.metadata.get("item_id")): task.pk for task in rows.only("pk", "benchmark", "metadata")}
+    new = [spec for spec in specs if (spec.benchmark, spec.item_id) not in had]
+    made = {(task.benchmark, task.metadata["item_id"]): task.pk for task in _bulk_create(owner, new)}
+    ids = [had.get((spec.benchmark, spec.item_id)) or made[spec.benchmark, spec.item_id] for spec in specs]
+    return TasksMade(task_ids=ids, created=len(new), existing=len(specs) - len(new))
+
+
+def invalid_lines(errors: list[tuple[int, str]]) -> Invalid:
+    """A 422 naming every bad line of a JSONL body: `errors` lists `{line, message}`."""
+    error = Invalid("body", str(TaskFormatError(errors)))
+    error.extra["errors"] = [{"line": line, "message": message} for line, message in errors]
+    return error
+
+
+def check_import_specs(specs: Sequence[tuple[int, TaskSpec]]) -> None:
+    """What the JSONL format cannot see: the task text limit, values PostgreSQL can store."""
+    errors = []
+    for line, spec in specs:
+        problems = []
+        try:
+            check_task_text(spec.text)
+        except ApplicationError as exc:
+            problems.append(f'"prompt": {exc.message}')
+        try:
+            check_storable([spec.text, spec.gold, spec.benchmark, spec.metadata])
+        except UnstorableText as exc:
+            problems.append(str(exc))
+        if problems:
+            errors.append((line, "; ".join(problems)))
+    if errors:
+        raise invalid_lines(errors)
+
+
+@transaction.atomic
+def tasks_import(*, owner: User, text: str) -> TasksMade:
+    """Every line of a user's JSONL (`orchestrator.task_jsonl`) as a task; all or nothing: any
+    bad line raises one 422 naming every bad line, and nothing is written."""
+    lines = text.split("\n")  # not splitlines(): JSON strings may hold U+2028 and the like
+    try:
+        specs = read_tasks(lines)
+    except TaskFormatError as exc:
+        raise invalid_lines(exc.errors) from None
+    check_import_specs(specs)
+    if not specs:
+        raise Invalid("body", "The file holds no task.")
+    tasks = _bulk_create(owner, [spec for _, spec in specs])
+    return TasksMade(task_ids=[task.pk for task in tasks], created=len(tasks), existing=0)
+
+
+def _bulk_create(owner: User, specs: Sequence[TaskSpec]) -> list[Task]:
+    return Task.objects.bulk_create(
+        [
+            Task(
+                owner=owner,
+                text=spec.text,
+                gold_answer=spec.gold,
+                checker=spec.checker,
+                benchmark=spec.benchmark,
+                domain=spec.domain,
+                metadata=spec.metadata,
+            )
+            for spec in specs
+        ],
+        batch_size=500,
     )

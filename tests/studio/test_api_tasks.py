@@ -80,3 +80,66 @@ def test_an_oversized_body_is_413(api_as) -> None:
     assert response.status_code == 413
     assert response.json_body["detail"] == "The request body is too large."
     assert Task.objects.count() == 0
+
+
+def test_tasks_from_a_benchmark(api_as, make_user) -> None:
+    me = make_user(Role.VIEWER)
+    api = api_as(user=me)
+    response = api.post("/tasks/from-benchmark", {"benchmark": "hotpotqa", "n": 4, "seed": 2})
+    assert response.status_code == 201
+    body = response.json_body
+    assert (body["created"], body["existing"], len(body["task_ids"])) == (4, 0, 4)
+    task = api.get(f"/tasks/{body['task_ids'][0]}").json_body
+    assert (task["checker"], task["benchmark"], task["domain"]) == ("hotpotqa", "hotpotqa", "multi_hop")
+    assert task["metadata"]["item_id"].startswith("hotpotqa/dev/") and task["gold_answer"]
+    again = api.post("/tasks/from-benchmark", {"benchmark": "hotpotqa", "n": 5, "seed": 2}).json_body
+    assert (again["created"], again["existing"], again["task_ids"][:4]) == (1, 4, body["task_ids"])
+
+
+def test_tasks_from_a_benchmark_refuses_bad_input_with_a_sentence(api_as) -> None:
+    api = api_as()
+    response = api.post("/tasks/from-benchmark", {"benchmark": "chess", "n": 2})
+    assert response.status_code == 422
+    assert response.json_body["field"] == "benchmark"
+    assert response.json_body["detail"].startswith("Unknown benchmark 'chess'; use one of gsm8k, humaneval,")
+    response = api.post("/tasks/from-benchmark", {"benchmark": "humaneval", "n": 500})
+    assert (response.status_code, response.json_body["field"]) == (422, "n")
+    assert "n must be within 1 and 164" in response.json_body["detail"]
+    assert api.post("/tasks/from-benchmark", {"benchmark": "gsm8k", "n": 0}).json_body["field"] == "n"
+    assert api.post("/tasks/from-benchmark", {"benchmark": "gsm8k", "n": 1, "k": 3}).status_code == 422
+    assert Task.objects.count() == 0
+
+
+def post_jsonl(api, text: str, content_type: str = "application/x-ndjson"):
+    response = api.client.post("/api/tasks/import", text.encode(), content_type=content_type)
+    response.json_body = response.json()
+    return response
+
+
+GOOD_LINE = '{"prompt": "What is 6*7?", "gold": "42", "checker": "gsm8k", "domain": "math"}'
+
+
+def test_import_tasks_from_jsonl(api_as) -> None:
+    api = api_as()
+    response = post_jsonl(api, f"{GOOD_LINE}\n\n{GOOD_LINE.replace('42', '43')}\n")
+    assert response.status_code == 201
+    assert response.json_body["created"] == 2
+    golds = [api.get(f"/tasks/{pk}").json_body["gold_answer"] for pk in response.json_body["task_ids"]]
+    assert golds == ["42", "43"]
+
+
+def test_a_bad_jsonl_line_writes_nothing_and_is_named(api_as) -> None:
+    api = api_as()
+    response = post_jsonl(api, f'{GOOD_LINE}\n{{"prompt": "x"}}\n{GOOD_LINE.replace("math", "cooking")}')
+    assert response.status_code == 422
+    assert response.json_body["detail"].startswith('2 invalid lines: line 2: "gold" is missing')
+    assert [error["line"] for error in response.json_body["errors"]] == [2, 3]
+    assert Task.objects.count() == 0
+    response = post_jsonl(api, GOOD_LINE, content_type="application/json")
+    assert response.status_code == 415 and "application/x-ndjson" in response.json_body["detail"]
+    assert Task.objects.count() == 0
+
+
+def test_creating_tasks_in_bulk_needs_a_login(anonymous_api) -> None:
+    assert anonymous_api.post("/tasks/from-benchmark", {"benchmark": "gsm8k", "n": 1}).status_code == 401
+    assert post_jsonl(anonymous_api, GOOD_LINE).status_code == 401

@@ -758,6 +758,47 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/tasks/from-benchmark": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Create Benchmark Tasks
+         * @description Checker-verified tasks of a seeded sample of a vendored benchmark's items.
+         */
+        post: operations["studio_api_tasks_create_benchmark_tasks"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/tasks/import": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Import Tasks
+         * @description A JSONL body, one {prompt, gold, checker, domain} task a line; all of it or, with any bad
+         *     line, none (422 listing them).
+         */
+        post: operations["studio_api_tasks_import_tasks"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/tasks/{task_id}": {
         parameters: {
             query?: never;
@@ -1461,6 +1502,25 @@ export interface components {
             pairs: number;
             /** Raters */
             raters: number;
+        };
+        /** FromBenchmarkIn */
+        FromBenchmarkIn: {
+            /**
+             * Benchmark
+             * @description one of gsm8k, humaneval, mbpp, math500, hotpotqa, bfcl, bfcl_simple_python, bfcl_multiple, bfcl_parallel, bfcl_parallel_multiple
+             */
+            benchmark: string;
+            /**
+             * N
+             * @description how many items, at most the benchmark's
+             */
+            n: number;
+            /**
+             * Seed
+             * @description the sample's seed
+             * @default 0
+             */
+            seed: number;
         };
         /** HealthOut */
         HealthOut: {
@@ -2252,6 +2312,24 @@ export interface components {
             owner_id: number;
             /** Text */
             text: string;
+        };
+        /** TasksMadeOut */
+        TasksMadeOut: {
+            /**
+             * Created
+             * @description of them, made now
+             */
+            created: number;
+            /**
+             * Existing
+             * @description of them, yours already (the same benchmark item), not made again
+             */
+            existing: number;
+            /**
+             * Task Ids
+             * @description every task of the sample (or file), in its order
+             */
+            task_ids: number[];
         };
         /** TokenCreatedOut */
         TokenCreatedOut: {
@@ -3801,6 +3879,55 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["TaskOut"];
+                };
+            };
+        };
+    };
+    studio_api_tasks_create_benchmark_tasks: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["FromBenchmarkIn"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TasksMadeOut"];
+                };
+            };
+        };
+    };
+    studio_api_tasks_import_tasks: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-ndjson": string;
+                "text/plain": string;
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TasksMadeOut"];
                 };
             };
         };
