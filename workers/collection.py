@@ -22,17 +22,19 @@ from decimal import Decimal
 from django.conf import settings
 
 from studio.db import connection_release
-from studio.models import CellStatus, CollectionCell, CollectionStatus
+from studio.models import CollectionStatus
 from studio.services.collections import (
     CellResult,
     CellWork,
     cell_start,
     cells_finish,
+    cells_progress,
     collection_end,
     collection_heartbeat,
     collection_start,
     collection_status,
     collection_work,
+    dearest_costs,
 )
 from workers.checkers import check
 from workers.llm import EndpointConfig, LLMClient
@@ -102,16 +104,8 @@ def run_collection(collection_id: int, *, worker: str = "", report: Report | Non
     queues: dict[int, deque[CellWork]] = defaultdict(deque)
     for work in collection_work(collection_id=collection_id):
         queues[work.endpoint_id].append(work)
-    total = CollectionCell.objects.filter(collection_id=collection_id).count()
-    done = CollectionCell.objects.filter(
-        collection_id=collection_id, status__in=[CellStatus.RECORDED, CellStatus.FAILED]
-    ).count()
-    dearest: dict[tuple[int, str], float] = {}
-    for endpoint, primitive, cost in CollectionCell.objects.filter(
-        collection_id=collection_id, cost_usd__isnull=False
-    ).values_list("endpoint_id", "primitive", "cost_usd"):
-        key = (endpoint, primitive)
-        dearest[key] = max(dearest.get(key, 0.0), float(cost or 0))
+    total, done, _ = cells_progress(collection_id=collection_id)
+    dearest = dearest_costs(collection_id=collection_id)
     in_flight: dict[Future[CellResult | None], CellWork] = {}
     per_endpoint: dict[int, int] = defaultdict(int)
     limit = collection.max_concurrency
@@ -184,7 +178,7 @@ def run_collection(collection_id: int, *, worker: str = "", report: Report | Non
         message = f"The budget ${Decimal(str(budget)):f} is spent (${spent:.6f}); {left} cell(s) wait for a larger one."
         collection_end(collection_id=collection_id, status=CollectionStatus.STOPPED, message=message)
         return CollectionStatus.STOPPED
-    failed = CollectionCell.objects.filter(collection_id=collection_id, status=CellStatus.FAILED).count()
+    _, _, failed = cells_progress(collection_id=collection_id)
     message = f"{total - failed} cell(s) recorded" + (f", {failed} failed at the provider." if failed else ".")
     collection_end(collection_id=collection_id, status=CollectionStatus.SUCCEEDED, message=message)
     return CollectionStatus.SUCCEEDED

@@ -19,7 +19,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Max, Q
+from django.db.models import Count, Max, Q
 from django.utils import timezone
 
 from orchestrator.outcomes import prompt_key
@@ -355,6 +355,26 @@ def collections_resume_quiet(*, older_than_s: float | None = None) -> int:
     for collection_id in ids:
         queues.send(queues.COLLECT, collection_id)
     return len(ids)
+
+
+def cells_progress(*, collection_id: int) -> tuple[int, int, int]:
+    """(cells, cells ended: recorded or failed, cells failed) of a collection."""
+    counts = CollectionCell.objects.filter(collection_id=collection_id).aggregate(
+        total=Count("id"),
+        ended=Count("id", filter=Q(status__in=[CellStatus.RECORDED, CellStatus.FAILED])),
+        failed=Count("id", filter=Q(status=CellStatus.FAILED)),
+    )
+    return int(counts["total"]), int(counts["ended"]), int(counts["failed"])
+
+
+def dearest_costs(*, collection_id: int) -> dict[tuple[int, str], float]:
+    """(endpoint id, primitive) -> the dearest call a cell of that pair has cost so far."""
+    rows = (
+        CollectionCell.objects.filter(collection_id=collection_id, cost_usd__isnull=False)
+        .values("endpoint_id", "primitive")
+        .annotate(top=Max("cost_usd"))
+    )
+    return {(row["endpoint_id"], row["primitive"]): float(row["top"]) for row in rows}
 
 
 def collection_heartbeat(*, collection_id: int) -> None:

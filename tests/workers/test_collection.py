@@ -173,6 +173,7 @@ def test_a_dead_runners_cells_are_called_again_its_recorded_ones_never() -> None
         run_collection(collection.pk)
         # What a runner killed mid-call leaves: the collection running, a cell started, unrecorded.
         cells = list(CollectionCell.objects.filter(collection=collection).order_by("id"))
+        assert cells[3].outcome_id is not None
         RecordedOutcome.objects.filter(pk=cells[3].outcome_id).delete()
         CollectionCell.objects.filter(pk=cells[3].pk).update(status=CellStatus.STARTED, cost_usd=None)
         Collection.objects.filter(pk=collection.pk).update(status=CollectionStatus.RUNNING, heartbeat_at=None,
@@ -242,7 +243,7 @@ def test_bad_collections_are_refused_naming_the_problem() -> None:
     good = arithmetic_tasks(owner, 1)
     bare = task_create(owner=owner, text="Say hi", domain="chat").pk
     no_domain = task_create(owner=owner, text="What is 1 + 1?", gold_answer="2", checker="gsm8k").pk
-    cases = [
+    cases: list[tuple[dict[str, Any], str]] = [
         (dict(pool_id=10**6), "no pool"),
         (dict(budget_usd=0), "positive number of dollars"),
         (dict(max_concurrency=0), "1 to 64"),
@@ -251,11 +252,11 @@ def test_bad_collections_are_refused_naming_the_problem() -> None:
         (dict(task_ids=[bare]), "no gold answer and checker"),
         (dict(task_ids=[no_domain]), "has no domain"),
     ]
+    base: dict[str, Any] = dict(owner=owner, pool_id=pool.pk, task_ids=good, pairs=[(endpoint.pk, "direct")],
+                                budget_usd=1.0, enqueue=False)  # fmt: skip
     for change, message in cases:
-        arguments = dict(owner=owner, pool_id=pool.pk, task_ids=good, pairs=[(endpoint.pk, "direct")],
-                         budget_usd=1.0, enqueue=False) | change  # fmt: skip
         with pytest.raises(Invalid, match=message):
-            collection_create(**arguments)  # type: ignore[arg-type]
+            collection_create(**(base | change))
     assert not Collection.objects.exists()
 
 
@@ -272,6 +273,19 @@ def test_the_command_reports_bad_input_in_one_line(tmp_path: Path) -> None:
         call_command("export_outcomes", "--source", "collection-999", "--out", str(tmp_path / "x.jsonl"))
 
 
+def run_when_made() -> None:
+    """Run the first collection once it exists (within 10 s), as a worker would."""
+    from django.db import connection
+
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and not Collection.objects.exists():
+        time.sleep(0.05)
+    collection = Collection.objects.first()
+    if collection is not None:
+        run_collection(collection.pk)
+    connection.close()
+
+
 def test_a_calibrating_collection_run_by_the_command_becomes_the_pools_calibration(capsys: Any) -> None:
     from studio.models import ModelPool
     from studio.selectors.pools import pool_calibration
@@ -281,8 +295,11 @@ def test_a_calibrating_collection_run_by_the_command_becomes_the_pools_calibrati
         owner = UserFactory(is_superuser=True)
         pool, _ = scripted_pool(server)
         tasks = arithmetic_tasks(owner, 8)
+        worker = threading.Thread(target=run_when_made)  # what the worker on queue `training` does
+        worker.start()
         call_command("collect", "--pool", pool.name, "--tasks", ",".join(map(str, tasks)), "--pairs", "all",
                      "--budget", "1", "--k", "5", "--seed", "3", "--calibrate", "--no-progress")  # fmt: skip
+        worker.join(timeout=30)
     printed = capsys.readouterr().out
     collection = Collection.objects.get()
     assert "succeeded: 10 recorded, 0 failed, 0 pending" in printed and collection.calibrates
@@ -320,11 +337,13 @@ def test_a_resume_waits_for_the_last_runners_calls_in_flight() -> None:
     Admissibility.objects.create(endpoint=endpoint, primitive=Primitive.objects.get_or_create(name="direct")[0])
     collection = collection_create(owner=owner, pool_id=pool.pk, task_ids=arithmetic_tasks(owner, 2),
                                    pairs=[(endpoint.pk, "direct")], budget_usd=1, enqueue=False)  # fmt: skip
+    from datetime import timedelta
+
     from django.utils import timezone
 
     Collection.objects.filter(pk=collection.pk).update(status=CollectionStatus.CANCELLED, heartbeat_at=timezone.now())
     CollectionCell.objects.filter(collection=collection).update(status=CellStatus.STARTED)
     with pytest.raises(Conflict, match="2 call\\(s\\) in flight"):
         collection_resume(collection_id=collection.pk)
-    Collection.objects.filter(pk=collection.pk).update(heartbeat_at=timezone.now() - timezone.timedelta(hours=1))
+    Collection.objects.filter(pk=collection.pk).update(heartbeat_at=timezone.now() - timedelta(hours=1))
     assert collection_resume(collection_id=collection.pk).status == CollectionStatus.QUEUED  # its runner is gone

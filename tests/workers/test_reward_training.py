@@ -176,6 +176,7 @@ def test_jobs_train_on_collections_beside_the_outcome_files(outcomes: Path, monk
     training.run_job(rm_job.pk)
     rm_job.refresh_from_db()
     assert rm_job.status == JobStatus.SUCCEEDED, rm_job.message
+    assert rm_job.checkpoint_id is not None
     lineage = Checkpoint.objects.get(pk=rm_job.checkpoint_id).lineage
     assert lineage["outcomes"] == [outcomes.name, "collection-7.jsonl.gz"] and lineage["collections"] == [collection.pk]
 
@@ -187,6 +188,7 @@ def test_jobs_train_on_collections_beside_the_outcome_files(outcomes: Path, monk
     training.run_job(job.pk)
     job.refresh_from_db()
     assert job.status == JobStatus.SUCCEEDED, job.message
+    assert job.checkpoint_id is not None
     checkpoint = Checkpoint.objects.get(pk=job.checkpoint_id)
     assert checkpoint.lineage["outcomes"] == [outcomes.name, "collection-7.jsonl.gz"]
     assert checkpoint.metrics["data/items"] == 70  # 40 shipped + 30 collected

@@ -1,9 +1,11 @@
-"""`python manage.py collect --pool NAME --tasks IDS|--benchmark B --pairs ENDPOINT/PRIMITIVE,... --budget USD`
-and `python manage.py collect --resume ID [--budget USD]`: run a collection here, with a progress bar."""
+"""`python manage.py collect --pool NAME --tasks IDS|--benchmark B --pairs ENDPOINT/PRIMITIVE,... --budget USD`,
+`collect --resume ID [--budget USD]` and `collect --follow ID`: queue a collection on the workers
+(queue `training`) and follow it with a progress bar until it ends."""
 
 from __future__ import annotations
 
 import random
+import time
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
@@ -12,10 +14,11 @@ from tqdm import tqdm
 
 from studio import queues
 from studio.errors import ApplicationError
-from studio.models import Admissibility, ModelPool, Task, User
+from studio.models import COLLECTION_ACTIVE, Admissibility, ModelPool, Task, User
 from studio.selectors.collections import cell_counts, collection_get
-from studio.services.collections import collection_create, collection_resume
-from workers.collection import Progress, run_collection
+from studio.services.collections import cells_progress, collection_create, collection_resume
+
+FOLLOW_EVERY_S = 0.5
 
 
 def parse_ids(text: str) -> list[int]:
@@ -56,6 +59,7 @@ class Command(BaseCommand):
     help = (
         "Run chosen tasks × chosen (endpoint, primitive) pairs of a pool through the provider, within a dollar "
         "budget, and keep each result as a recorded outcome whose source is the collection's (collection-<id>). "
+        "A worker on queue `training` runs it (make up starts one); this follows it with a progress bar. "
         "Resumable: --resume ID calls only the cells not yet recorded. docs/collect.md."
     )
 
@@ -75,41 +79,53 @@ class Command(BaseCommand):
         )  # fmt: skip
         parser.add_argument("--owner", help="the user it belongs to (default: the first admin)")
         parser.add_argument("--resume", type=int, help="resume collection ID (cells recorded are not called again)")
-        parser.add_argument("--queue", action="store_true", help="send it to the workers instead of running it here")
+        parser.add_argument("--follow", type=int, help="follow collection ID's progress until it ends")
+        parser.add_argument("--no-wait", action="store_true", help="queue it and return, without following it")
         parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
     def handle(self, *args: Any, **options: Any) -> None:
         try:
-            if options["resume"] is not None:
+            if options["follow"] is not None:
+                collection = collection_get(collection_id=options["follow"])
+            elif options["resume"] is not None:  # queued again once committed
                 collection = collection_resume(collection_id=options["resume"], budget_usd=options["budget"])
             else:
                 collection = self.create(options)
+                if not queues.send(queues.COLLECT, collection.pk):
+                    raise CommandError(
+                        f"Collection {collection.pk} is made but the broker is unreachable; once it is up, "
+                        f"`collect --resume {collection.pk}` sends it."
+                    )
         except ApplicationError as exc:
             raise CommandError(exc.message) from None
         self.stdout.write(f"collection {collection.pk} ({collection.source}): {collection.cells.count()} cells")
-        if options["queue"]:
-            if not queues.send(queues.COLLECT, collection.pk):
-                raise CommandError("The broker is unreachable; run it here without --queue, or try again.")
-            self.stdout.write(f"queued on the workers; follow it at /api/collections/{collection.pk}")
+        if options["no_wait"]:
+            self.stdout.write(f"queued on queue `training`; follow it with `collect --follow {collection.pk}`")
             return
-        done = sum(v for k, v in cell_counts(collection).items() if k in ("recorded", "failed"))
-        bar = None if options["no_progress"] else tqdm(total=collection.cells.count(), initial=done, unit="cell")
+        self.follow(collection.pk, bar=not options["no_progress"])
 
-        def report(progress: Progress) -> None:
-            if bar is not None:
-                bar.n = progress.done
-                bar.set_postfix_str(f"${progress.spent_usd:.4f} of ${progress.budget_usd:g}", refresh=True)
-
+    def follow(self, collection_id: int, *, bar: bool) -> None:
+        """A progress bar of the collection as the workers run it, until it ends."""
+        total, done, _ = cells_progress(collection_id=collection_id)
+        progress = tqdm(total=total, initial=done, unit="cell", disable=not bar)
         try:
-            status = run_collection(collection.pk, worker="manage.py collect", report=report)
-        finally:
-            if bar is not None:
-                bar.close()
-        collection = collection_get(collection_id=collection.pk)
+            while True:
+                collection = collection_get(collection_id=collection_id)
+                _, done, _ = cells_progress(collection_id=collection_id)
+                progress.n = done
+                progress.set_postfix_str(f"${collection.spent_usd:.4f} of ${collection.budget_usd:g}", refresh=True)
+                if collection.status not in COLLECTION_ACTIVE:
+                    break
+                time.sleep(FOLLOW_EVERY_S)
+        except KeyboardInterrupt:
+            progress.close()
+            self.stdout.write(f"\nstill running on the workers; `collect --follow {collection_id}` follows it again")
+            return
+        progress.close()
         counts = cell_counts(collection)
         self.stdout.write(
-            f"{status}: {counts['recorded']} recorded, {counts['failed']} failed, {counts['pending']} pending; "
-            f"spent ${collection.spent_usd:.6f} of ${collection.budget_usd:f}. {collection.message}"
+            f"{collection.status}: {counts['recorded']} recorded, {counts['failed']} failed, {counts['pending']} "
+            f"pending; spent ${collection.spent_usd:.6f} of ${collection.budget_usd:f}. {collection.message}"
         )
 
     def create(self, options: dict[str, Any]) -> Any:
@@ -140,7 +156,7 @@ class Command(BaseCommand):
         return collection_create(
             owner=owner, pool_id=pool.pk, task_ids=task_ids, pairs=pairs_named(pool, options["pairs"]),
             budget_usd=options["budget"], max_concurrency=options["concurrency"], name=options["name"],
-            calibrates=options["calibrate"], enqueue=False,
+            calibrates=options["calibrate"], enqueue=False,  # sent by handle, which says if the broker is away
         )  # fmt: skip
 
     def owner(self, name: str | None) -> User:
