@@ -23,6 +23,7 @@ from django.conf import settings
 
 from studio.db import connection_release
 from studio.models import CollectionStatus
+from studio.services.attempts import envelope_redact
 from studio.services.collections import (
     CellResult,
     CellWork,
@@ -75,7 +76,8 @@ def call_cell(work: CellWork) -> CellResult | None:
 
             ensure_replay()
         task = PrimitiveInput(prompt=work.prompt, item_id=work.item_id, benchmark=work.benchmark, **work.request)
-        envelope = run_primitive(work.primitive, LLMClient(config), task)
+        # Providers echo the key in their errors (OpenAI's 401 names it): none reaches a row.
+        envelope = envelope_redact(run_primitive(work.primitive, LLMClient(config), task), work.api_key)
         usage = CellResult(score=None, response=None, prompt_tokens=envelope.tokens_in,
                            completion_tokens=envelope.tokens_out, cost_usd=envelope.cost_usd,
                            latency_s=envelope.latency_s)  # fmt: skip

@@ -44,6 +44,17 @@ MAX_CELLS = 100_000
 MAX_CONCURRENCY = 64
 
 
+def dollars(value: float) -> Decimal:
+    """A budget as the column keeps it (to the micro-dollar); a 422 unless that is positive."""
+    try:
+        budget = Decimal(str(value)).quantize(Decimal("0.000001"))
+    except (ArithmeticError, ValueError):
+        raise Invalid("budget_usd", f"The budget must be a number of dollars, not {value!r}.") from None
+    if not budget > 0 or budget >= Decimal("1e8"):
+        raise Invalid("budget_usd", "The budget must be between $0.000001 and $100,000,000.")
+    return budget
+
+
 def item_id_of(task: Task) -> str:
     """The item id a task's outcomes are kept under: its recorded item's, else `task-<id>`."""
     return str(task.metadata.get("item_id") or f"task-{task.pk}")
@@ -70,8 +81,7 @@ def collection_create(
     pool = ModelPool.objects.filter(pk=pool_id).first()
     if pool is None:
         raise Invalid("pool_id", f"There is no pool {pool_id}.")
-    if not budget_usd > 0:
-        raise Invalid("budget_usd", "The budget must be a positive number of dollars.")
+    budget = dollars(budget_usd)
     if not 1 <= max_concurrency <= MAX_CONCURRENCY:
         raise Invalid("max_concurrency", f"Calls in flight per endpoint are 1 to {MAX_CONCURRENCY}.")
     chosen = sorted(set(pairs))
@@ -109,7 +119,7 @@ def collection_create(
     collection = Collection.objects.create(
         owner=owner, pool=pool, name=name or f"{pool.name} × {len(wanted)} tasks",
         source=f"pending-{timezone.now():%s%f}",
-        budget_usd=Decimal(str(budget_usd)), max_concurrency=max_concurrency, calibrates=calibrates,
+        budget_usd=budget, max_concurrency=max_concurrency, calibrates=calibrates,
     )  # fmt: skip
     collection.source = f"collection-{collection.pk}"
     collection.save(update_fields=["source"])
@@ -139,9 +149,10 @@ def collection_resume(*, collection_id: int, budget_usd: float | None = None) ->
             "resume it once they have ended (in a few seconds)."
         )
     if budget_usd is not None:
-        if Decimal(str(budget_usd)) <= collection.spent_usd:
+        budget = dollars(budget_usd)
+        if budget <= collection.spent_usd:
             raise Invalid("budget_usd", f"The budget must be above the ${collection.spent_usd:.6f} spent.")
-        collection.budget_usd = Decimal(str(budget_usd))
+        collection.budget_usd = budget
     collection.status, collection.message, collection.finished_at = CollectionStatus.QUEUED, "", None
     collection.save(update_fields=["status", "message", "finished_at", "budget_usd"])
     transaction.on_commit(lambda: queues.send(queues.COLLECT, collection.pk))

@@ -57,6 +57,7 @@ class Rule:
 V, L, R, A = Role.VIEWER, Role.LABELER, Role.RESEARCHER, Role.ADMIN
 
 IMPORT_LINE = json.dumps({"prompt": "2+2?", "chosen": "4", "rejected": "5", "source": "human"}) + "\n"
+TASK_LINE = json.dumps({"prompt": "What is 2+3?", "gold": "5", "checker": "gsm8k", "domain": "math"}) + "\n"
 
 # The expectation table: docs/api.md's "Routes", one row per operation of the schema.
 ROUTES: dict[str, Rule] = {
@@ -129,6 +130,22 @@ ROUTES: dict[str, Rule] = {
     "GET /api/preferences/agreement": Rule(R),
     "GET /api/preferences/export": Rule(R),
     "POST /api/preferences/import": Rule(R, ok=201, body=lambda ids: Jsonl(IMPORT_LINE)),
+    "POST /api/tasks/from-benchmark": Rule(V, ok=201, body=lambda ids: {"benchmark": "gsm8k", "n": 1}),
+    "POST /api/tasks/import": Rule(V, ok=201, body=lambda ids: Jsonl(TASK_LINE)),
+    "POST /api/collections": Rule(
+        R,
+        ok=201,
+        body=lambda ids: {
+            "pool_id": ids["pool_id"],
+            "task_ids": [ids["scorable_task_id"]],
+            "pairs": [{"endpoint_id": ids["endpoint_id"], "primitive": "direct"}],
+            "budget_usd": 1,
+        },  # fmt: skip
+    ),
+    "GET /api/collections": Rule(R),
+    "GET /api/collections/{collection_id}": Rule(R),
+    "POST /api/collections/{collection_id}/cancel": Rule(R, body=lambda ids: {}),
+    "POST /api/collections/{collection_id}/resume": Rule(R, body=lambda ids: {}),
     "GET /api/options": Rule(V),
     "GET /api/recorded-items": Rule(V),
     "GET /api/users": Rule(R),

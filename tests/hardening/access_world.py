@@ -68,6 +68,17 @@ def _run_of(owner: User, pool_id: int, endpoint_id: int, primitive_id: int, task
     return run
 
 
+def _collection(owner: User, pool_id: int) -> int:
+    """A stopped collection (the budget ran out): it may be read, cancelled and resumed."""
+    from decimal import Decimal
+
+    from studio.models import Collection
+
+    collection = Collection.objects.create(owner=owner, pool_id=pool_id, name="hardening", status="stopped",
+                                           source=f"collection-h{owner.pk}", budget_usd=Decimal(1))  # fmt: skip
+    return int(collection.pk)
+
+
 def build_world(role: Role | None, data_dir: Path) -> World:
     actor = UserFactory(role=role or Role.VIEWER)
     stranger = UserFactory(role=Role.VIEWER)
@@ -116,6 +127,8 @@ def build_world(role: Role | None, data_dir: Path) -> World:
         "job_id": TrainingJob.objects.create(kind="policy").pk,
         "checkpoint_id": checkpoint.pk,
         "evaluation_id": EvaluationRun.objects.create().pk,
+        "collection_id": _collection(actor, pool.pk),
+        "scorable_task_id": TaskFactory(gold_answer="2", checker="gsm8k", domain="math").pk,  # nobody's of note
         "pair_id": pair.pk,
         "ended_run_a": ended_a.pk,
         "ended_run_b": ended_b.pk,

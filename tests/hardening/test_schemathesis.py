@@ -53,6 +53,7 @@ from studio.models import (
     ApiToken,
     Checkpoint,
     CheckpointKind,
+    Collection,
     EvaluationRun,
     Node,
     PreferencePair,
@@ -243,6 +244,8 @@ def real_ids(admin_token: TokenUser, usable_pool: Any) -> dict[str, Any]:
     checkpoint = Checkpoint.objects.create(kind=CheckpointKind.POLICY, name="fuzz", path="checkpoints/fuzz.pt")
     job = TrainingJob.objects.create(kind=CheckpointKind.POLICY, created_by=admin_token.user)
     evaluation = EvaluationRun.objects.create(created_by=admin_token.user)
+    collection = Collection.objects.create(owner=admin_token.user, pool=usable_pool, name="fuzz", status="stopped",
+                                           source="collection-fuzz", budget_usd=1)  # fmt: skip
     return {
         "pool_id": usable_pool.pk,
         "endpoint_id": endpoint.pk,
@@ -256,6 +259,7 @@ def real_ids(admin_token: TokenUser, usable_pool: Any) -> dict[str, Any]:
         "checkpoint_id": checkpoint.pk,
         "job_id": job.pk,
         "evaluation_id": evaluation.pk,
+        "collection_id": collection.pk,
         "model": "orchestra",
     }
 

@@ -16,6 +16,7 @@ import json
 import logging
 import re
 import secrets
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -33,7 +34,16 @@ from kombu.messaging import Producer
 from studio.api import api
 from studio.asgi import application
 from studio.crypto import decrypt_secret
-from studio.models import Attempt, Checkpoint, EvaluationRun, ModelEndpoint, Role, Run, TrainingJob
+from studio.models import (
+    Attempt,
+    Checkpoint,
+    CollectionCell,
+    EvaluationRun,
+    ModelEndpoint,
+    Role,
+    Run,
+    TrainingJob,
+)
 from studio.services.tokens import token_create
 from tests.factories import UserFactory
 from tests.support.runs import wait_for_run
@@ -213,6 +223,7 @@ def path_ids() -> dict[str, list[int | str]]:
         "job_id": list(TrainingJob.objects.values_list("pk", flat=True)),
         "checkpoint_id": list(Checkpoint.objects.values_list("pk", flat=True)),
         "evaluation_id": list(EvaluationRun.objects.values_list("pk", flat=True)),
+        "collection_id": list(apps.get_model("studio", "Collection").objects.values_list("pk", flat=True)),
     }
 
 
@@ -253,6 +264,30 @@ def plant_key(admin_api: Admin, server: ScriptedOpenAI, leaks: Leaks) -> dict[st
     return {"pool_id": pool.json()["id"], "endpoint_id": endpoint_id}
 
 
+def collect_on(admin_api: Admin, planted: dict[str, int], leaks: Leaks) -> int:
+    """A collection of two scored tasks over the pool, through the API, waited on; its id.
+    Its failed cell keeps the provider's error, which echoes the key."""
+    tasks = [
+        admin_api.call("post", "/api/tasks", {"text": text, "gold_answer": gold, "checker": "gsm8k", "domain": "math"})
+        for text, gold in (("What is 2+2?", "4"), ("fail-500: What is 1+1?", "2"))
+    ]
+    body = {"pool_id": planted["pool_id"], "task_ids": [t.json()["id"] for t in tasks], "budget_usd": 1,
+            "pairs": [{"endpoint_id": planted["endpoint_id"], "primitive": "direct"}]}  # fmt: skip
+    made = admin_api.call("post", "/api/collections", body)
+    assert made.status_code == 201, made.content
+    collection_id = int(made.json()["id"])
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        row = admin_api.client.get(f"/api/collections/{collection_id}")
+        if row.json()["status"] not in ("queued", "running"):
+            break
+        time.sleep(0.2)
+    assert row.json()["status"] == "succeeded", row.content
+    for response in [*tasks, made, row]:
+        leaks.add("API write responses", response.content)
+    return collection_id
+
+
 def start_run(admin_api: Admin, pool_id: int, text: str = "", task_id: int | None = None) -> int:
     if task_id is None:
         task_id = admin_api.call("post", "/api/tasks", {"text": text}).json()["id"]
@@ -280,7 +315,8 @@ def test_a_provider_key_appears_nowhere(
     admin_api = Admin()
     provider = Provider()
     with ScriptedOpenAI(provider) as server:
-        pool_id = plant_key(admin_api, server, leaks)["pool_id"]
+        planted = plant_key(admin_api, server, leaks)
+        pool_id = planted["pool_id"]
 
         # Published while no worker runs: the message waits on the Redis queue, as sent.
         first = start_run(admin_api, pool_id, "What is 2+2?")
@@ -298,6 +334,11 @@ def test_a_provider_key_appears_nowhere(
             provider.refuse = False
             failed = start_run(admin_api, pool_id, "fail-500: What is 3+3?")
             assert wait_for_run(failed, timeout=60).status == "failed"
+            collected = collect_on(admin_api, planted, leaks)  # the worker runs it: one cell right, one failed
+            assert sorted(CollectionCell.objects.filter(collection_id=collected).values_list("status", flat=True)) == [
+                "failed",
+                "recorded",
+            ]
             # The OpenAI-compatible endpoint reports a failed run's reason.
             chat = {"model": "orchestra", "pool": pool_id, "messages": [{"role": "user", "content": "fail-401: 1+1?"}]}
             v1 = admin_api.client.post("/v1/chat/completions", json.dumps(chat), content_type="application/json")

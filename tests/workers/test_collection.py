@@ -245,7 +245,8 @@ def test_bad_collections_are_refused_naming_the_problem() -> None:
     no_domain = task_create(owner=owner, text="What is 1 + 1?", gold_answer="2", checker="gsm8k").pk
     cases: list[tuple[dict[str, Any], str]] = [
         (dict(pool_id=10**6), "no pool"),
-        (dict(budget_usd=0), "positive number of dollars"),
+        (dict(budget_usd=0), "between \\$0.000001 and"),
+        (dict(budget_usd=1e-7), "between \\$0.000001 and"),
         (dict(max_concurrency=0), "1 to 64"),
         (dict(pairs=[(endpoint.pk, "cot")]), "Not admissible"),
         (dict(task_ids=[10**6]), "Unknown task"),
