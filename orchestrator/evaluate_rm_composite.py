@@ -163,9 +163,6 @@ def reward_of(net: RewardNet, tasks: np.ndarray, feats: np.ndarray, lam: float) 
     return scores
 
 
-SCORERS = ("reward", "plan", "node", "estimate", "benchmark")
-
-
 @dataclass(frozen=True)
 class Candidates:
     """N plans per composite, judged: recorded score and executed cost, and what each scorer
@@ -174,7 +171,7 @@ class Candidates:
     score: np.ndarray
     cost: np.ndarray  # executed, USD
     est: np.ndarray  # estimated, USD
-    by: dict[str, np.ndarray]  # SCORERS -> score
+    by: dict[str, np.ndarray]  # scorer ("reward", "plan", or a leaf score's name) -> score
     decomposed: float  # the share of the plans that decompose the root
 
 

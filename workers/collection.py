@@ -14,9 +14,8 @@ from __future__ import annotations
 import logging
 import time
 from collections import defaultdict, deque
-from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from decimal import Decimal
 
 from django.conf import settings
@@ -45,17 +44,6 @@ log = logging.getLogger(__name__)
 
 HEARTBEAT_S = 10.0  # a sign of life this often while calls are slow
 CANCEL_CHECK_S = 1.0  # how often a cancel is looked for
-
-
-@dataclass(frozen=True)
-class Progress:
-    done: int  # cells recorded or failed, of this collection
-    total: int
-    spent_usd: float
-    budget_usd: float
-
-
-Report = Callable[[Progress], None]
 
 
 def call_cell(work: CellWork) -> CellResult | None:
@@ -96,7 +84,7 @@ def call_cell(work: CellWork) -> CellResult | None:
         connection_release()
 
 
-def run_collection(collection_id: int, *, worker: str = "", report: Report | None = None, threads: int = 64) -> str:
+def run_collection(collection_id: int, *, worker: str = "", threads: int = 64) -> str:
     """Run a queued collection to its end; returns the status it ended with."""
     collection = collection_start(collection_id=collection_id, worker=worker)
     if collection is None:
@@ -106,17 +94,12 @@ def run_collection(collection_id: int, *, worker: str = "", report: Report | Non
     queues: dict[int, deque[CellWork]] = defaultdict(deque)
     for work in collection_work(collection_id=collection_id):
         queues[work.endpoint_id].append(work)
-    total, done, _ = cells_progress(collection_id=collection_id)
     dearest = dearest_costs(collection_id=collection_id)
     in_flight: dict[Future[CellResult | None], CellWork] = {}
     per_endpoint: dict[int, int] = defaultdict(int)
     limit = collection.max_concurrency
     stopped_for_budget = cancelled = False
     last_check = last_beat = time.monotonic()
-
-    def tell() -> None:
-        if report is not None:
-            report(Progress(done=done, total=total, spent_usd=spent, budget_usd=budget))
 
     def reserved() -> float:
         return sum(dearest.get((w.endpoint_id, w.primitive), 0.0) for w in in_flight.values())
@@ -129,7 +112,6 @@ def run_collection(collection_id: int, *, worker: str = "", report: Report | Non
         cost = dearest.get((work.endpoint_id, work.primitive))
         return cost is not None and spent + reserved() + cost <= budget
 
-    tell()
     with ThreadPoolExecutor(
         max_workers=max(1, min(threads, limit * max(1, len(queues)))), thread_name_prefix="collect"
     ) as pool:
@@ -161,8 +143,6 @@ def run_collection(collection_id: int, *, worker: str = "", report: Report | Non
                 dearest[key] = max(dearest.get(key, 0.0), result.cost_usd)
             if ended:
                 spent = float(cells_finish(collection_id=collection_id, results=ended))
-                done += len(ended)
-                tell()
             now = time.monotonic()
             if now - last_check >= CANCEL_CHECK_S:  # a cancel, seen at once when a cell was refused
                 last_check = now
@@ -180,7 +160,7 @@ def run_collection(collection_id: int, *, worker: str = "", report: Report | Non
         message = f"The budget ${Decimal(str(budget)):f} is spent (${spent:.6f}); {left} cell(s) wait for a larger one."
         collection_end(collection_id=collection_id, status=CollectionStatus.STOPPED, message=message)
         return CollectionStatus.STOPPED
-    _, _, failed = cells_progress(collection_id=collection_id)
+    total, _, failed = cells_progress(collection_id=collection_id)
     message = f"{total - failed} cell(s) recorded" + (f", {failed} failed at the provider." if failed else ".")
     collection_end(collection_id=collection_id, status=CollectionStatus.SUCCEEDED, message=message)
     return CollectionStatus.SUCCEEDED
