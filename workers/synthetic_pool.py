@@ -36,6 +36,7 @@ from orchestrator.outcomes import DOMAINS, estimate_tokens
 from workers.synthetic_answers import BUILTIN_TOOLS, AmbiguousPrompt, ItemIndex, Reply, answer, draw, message_text
 
 FINGERPRINT = "synthetic-pool"
+KEY_ENV = "SYNTHETIC_POOL_KEY"  # the variable the LiteLLM config reads a key from
 PROGRAM_ASK = "program that prints"  # the `program` primitive's instruction asks for one
 
 
@@ -109,6 +110,28 @@ def config_from_dict(data: Any) -> PoolConfig:
     if len(set(names)) < len(names):
         raise ValueError("two models share a name")
     return PoolConfig(models=tuple(models), seed=int(data.get("seed", 0)), latency_s=float(data.get("latency_s", 0.0)))
+
+
+def litellm_config(config: PoolConfig, base_url: str, primitives: Sequence[str] = ("direct",)) -> dict[str, Any]:
+    """The pool as a LiteLLM Proxy config (`manage.py import_litellm_config` makes a studio pool
+    of it): each model at `base_url` with its prices, the key read from `SYNTHETIC_POOL_KEY`
+    (any value: the pool checks none)."""
+    return {
+        "model_list": [
+            {
+                "model_name": model.name,
+                "litellm_params": {
+                    "model": f"openai/{model.name}",
+                    "api_base": base_url,
+                    "api_key": f"os.environ/{KEY_ENV}",
+                    "input_cost_per_token": model.input_cost_per_mtok / 1e6,
+                    "output_cost_per_token": model.output_cost_per_mtok / 1e6,
+                },
+                "model_info": {"orchestra": {"primitives": list(primitives), "descriptors": {"synthetic": True}}},
+            }  # fmt: skip
+            for model in config.models
+        ]
+    }
 
 
 def config_to_dict(config: PoolConfig) -> dict[str, Any]:
@@ -357,6 +380,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--latency", type=float, help="seconds before each completion (default 0, or the config's)")
     parser.add_argument("--seed", type=int, help="the outcome seed (default 0, or the config's)")
     parser.add_argument("--print-config", action="store_true", help="print the config as JSON and exit")
+    parser.add_argument(
+        "--print-litellm-config", action="store_true",
+        help="print the pool as a LiteLLM Proxy config (YAML) at --host/--port, for manage.py import_litellm_config",
+    )  # fmt: skip
+    parser.add_argument(
+        "--primitives", default="direct", help="the admissible primitives the LiteLLM config names (default: direct)"
+    )
     args = parser.parse_args(argv)
     try:
         config = read_config(args.config) if args.config else DEFAULT_CONFIG
@@ -368,6 +398,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         config = PoolConfig(models=config.models, seed=args.seed, latency_s=config.latency_s)
     if args.print_config:
         print(json.dumps(config_to_dict(config), indent=2))
+        return 0
+    if args.print_litellm_config:
+        import yaml
+
+        primitives = [name.strip() for name in args.primitives.split(",") if name.strip()]
+        base_url = f"http://{args.host}:{args.port}/v1"
+        print(yaml.safe_dump(litellm_config(config, base_url, primitives), sort_keys=False), end="")
         return 0
     try:
         pool = SyntheticPool(config, host=args.host, port=args.port)

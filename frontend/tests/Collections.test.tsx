@@ -72,9 +72,9 @@ function stub(list: () => unknown[], role = "researcher", handle: Handler = () =
   return requests;
 }
 
-function renderPage() {
+function renderPage(path = "/collections") {
   return renderAt(
-    "/collections",
+    path,
     <RequireRole needs="researcher">
       <CollectionsPage />
     </RequireRole>,
@@ -229,6 +229,14 @@ describe("the collections page", () => {
     expect(posts(requests, "/api/collections")[0]).toMatchObject({ task_ids: [4, 5, 6], budget_usd: 0 });
     await user.type(budget, "3");
     expect(screen.queryByRole("alert")).toBeNull();
+  });
+
+  it("starts with the task ids the Submit page's link names", async () => {
+    stub(() => []);
+    renderPage("/collections?tasks=21,22,23");
+    const ids = await screen.findByRole("textbox", { name: "Task ids" });
+    expect((ids as HTMLTextAreaElement).value).toBe("21,22,23");
+    expect(screen.getByRole<HTMLInputElement>("radio", { name: "By task ids" }).checked).toBe(true);
   });
 
   it("cancels a running one and resumes a stopped one with a larger budget, from the keyboard", async () => {

@@ -17,6 +17,7 @@ const OPTIONS = {
   default_pool_id: 1,
   sources: [],
   benchmarks: [],
+  vendored_benchmarks: ["gsm8k", "mbpp"],
 };
 const POOLS = {
   items: [
@@ -48,6 +49,7 @@ function renderSubmit(path: string) {
     <Routes>
       <Route path="/" element={<SubmitPage />} />
       <Route path="/runs/:id" element={<p>run page</p>} />
+      <Route path="/collections" element={<p>collections page</p>} />
     </Routes>,
   );
 }
@@ -73,4 +75,42 @@ it("says so when the task to run again is not there, and runs nothing", async ()
   expect(await screen.findByText("There is no task with id 8.")).toBeTruthy();
   expect(screen.getByTestId<HTMLButtonElement>("submit-run").disabled).toBe(true);
   expect(posted).toHaveLength(0);
+});
+
+it("makes tasks of a benchmark, says how many, and links to collecting on them", async () => {
+  const posted: { url: string; body: unknown }[] = [];
+  stubFetch(({ url, method, body }) => {
+    if (method === "POST") {
+      posted.push({ url, body });
+      const n = (body as { n: number }).n;
+      if (n > 100)
+        return reply(422, { detail: "n must be within 1 and 100 (the items of mbpp), not 500.", field: "n" });
+      return reply(201, { task_ids: [5, 6, 7], created: 2, existing: 1 });
+    }
+    if (url.startsWith("/api/options")) return reply(200, OPTIONS);
+    if (url.startsWith("/api/pools")) return reply(200, POOLS);
+    return reply(404, { detail: "not here" });
+  });
+  renderSubmit("/");
+  const user = userEvent.setup();
+  await user.click(await screen.findByTestId("mode-benchmark"));
+  await user.click(screen.getByTestId("make-tasks"));
+  expect(screen.getByText("Choose a benchmark.")).toBeTruthy();
+  expect(posted).toHaveLength(0);
+
+  await user.selectOptions(screen.getByTestId("benchmark-name"), "mbpp");
+  const n = screen.getByTestId("benchmark-n");
+  await user.clear(n);
+  await user.type(n, "500{Control>}{Enter}{/Control}");
+  expect(await screen.findByText("n must be within 1 and 100 (the items of mbpp), not 500.")).toBeTruthy();
+
+  await user.clear(n);
+  await user.type(n, "3");
+  await user.click(screen.getByTestId("make-tasks"));
+  const made = await screen.findByTestId("benchmark-made");
+  expect(made.textContent).toContain("2 task(s) made, 1 of the sample there already: 3 in all.");
+  expect(posted.at(-1)).toEqual({ url: "/api/tasks/from-benchmark", body: { benchmark: "mbpp", n: 3, seed: 0 } });
+  expect(screen.getByRole("link", { name: "Run the first one" }).getAttribute("href")).toBe("/?task=5");
+  await user.click(screen.getByRole("link", { name: "Collect on them" }));
+  expect(await screen.findByText("collections page")).toBeTruthy();
 });

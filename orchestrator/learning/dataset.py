@@ -21,6 +21,7 @@ from orchestrator.learning.features import (
     answer_key,
     calibrate,
     domain_indices,
+    known_domains,
     pair_features,
     pair_infos,
     response_surface,
@@ -103,12 +104,13 @@ def encode(
 ) -> EpisodeBatch:
     """Episode tensors for the rows of `table` in the pool of `context` (same columns)."""
     calib = context.calibration
-    feats = pair_features(context.infos, calib, embeddings, table.domains, exclude_self=exclude_self)
-    dom_cost = calib.domain_cost[domain_indices(table.domains)]  # [n, p]: never the item's own recorded cost
+    domains = known_domains(calib, embeddings, table.domains)
+    feats = pair_features(context.infos, calib, embeddings, domains, exclude_self=exclude_self)
+    dom_cost = calib.domain_cost[domain_indices(domains)]  # [n, p]: never the item's own recorded cost
     n, p = table.n_items, table.n_pairs
     available = ~np.isnan(table.score) & ~np.isnan(table.cost) if with_outcomes else _routable(table)
     batch = EpisodeBatch(
-        task=torch.from_numpy(task_features(embeddings, table.domains)),
+        task=torch.from_numpy(task_features(embeddings, domains)),
         pairs=torch.from_numpy(feats),
         available=torch.from_numpy(available),
         cost_est=torch.from_numpy((dom_cost / calib.cost_ref).astype(np.float32)),

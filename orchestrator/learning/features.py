@@ -200,6 +200,7 @@ def calibrate(
         domain_cost[d] = np.where(k > 0, c[rows].sum(axis=0) / np.maximum(k, 1), global_cost)
     cost_ref = float(global_cost.max()) if p and global_cost.max() > 0 else 1.0
     calib = Calibration(
+        domains=tuple(domains),
         embeddings=embeddings.astype(np.float32),
         score=np.where(known, score, np.nan),
         global_acc=global_acc,
@@ -209,7 +210,7 @@ def calibrate(
     )
     if not predictor or score.shape[0] < MF_MIN_ITEMS or not p:
         return calib
-    return with_predictor(replace(calib, domains=tuple(domains)), domain_acc[np.maximum(dom_index, 0)])
+    return with_predictor(calib, domain_acc[np.maximum(dom_index, 0)])
 
 
 def with_predictor(calib: Calibration, prior: np.ndarray) -> Calibration:
@@ -297,6 +298,28 @@ def item_accuracy(
         predicted = calib.predictor.predict(task_features(embeddings, domains))
     mixed: np.ndarray = calib.blend * predicted + (1 - calib.blend) * knn
     return mixed
+
+
+def known_domains(calib: Calibration, embeddings: np.ndarray, domains: Sequence[str]) -> list[str]:
+    """`domains` with each one outside `DOMAINS` (a /v1 request's text carries none) replaced by
+    the domain most of its `KNN_K` nearest calibration items have, so that such a text takes the
+    statistics of the domain it reads like, not those of `DOMAINS[0]`. Unchanged where every
+    domain is known or the calibration keeps no domains."""
+    unknown = [i for i, domain in enumerate(domains) if domain not in DOMAINS]
+    named = [DOMAINS.index(d) if d in DOMAINS else -1 for d in calib.domains]
+    if not unknown or not any(d >= 0 for d in named):
+        return list(domains)
+    rows = np.flatnonzero(np.asarray(named) >= 0)
+    votes = np.zeros((len(unknown), len(DOMAINS)))
+    sims = embeddings[unknown] @ calib.embeddings[rows].T  # [u, m]
+    k = min(KNN_K, len(rows))
+    nearest = np.argpartition(-sims, k - 1, axis=1)[:, :k]
+    for i, row in enumerate(nearest):
+        np.add.at(votes[i], np.asarray(named)[rows[row]], 1.0)
+    out = list(domains)
+    for i, index in enumerate(unknown):
+        out[index] = DOMAINS[int(votes[i].argmax())]  # a tie: the first in DOMAINS' order
+    return out
 
 
 def domain_indices(domains: Sequence[str]) -> np.ndarray:

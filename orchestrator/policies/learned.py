@@ -73,6 +73,7 @@ from orchestrator.learning.features import (
     assemble_pair_features,
     domain_indices,
     item_accuracy,
+    known_domains,
     pair_infos,
     response_surface,
     task_features,
@@ -362,8 +363,10 @@ class LearnedPolicy(DefaultPolicy):
 
     def _wants_decomposition(self, node: NodeView, observation: Observation, *, domain: str | None = None) -> bool:
         lam = torch.tensor([self.lam(observation)], dtype=torch.float32)
-        domain = domain if domain is not None else node.domain or observation.domain
-        task = torch.from_numpy(task_features(self._embed(node.text), [domain]))
+        emb = self._embed(node.text)
+        if domain is None:  # a composite's is given: its parts' one domain, or none when they mix, as offline
+            domain = known_domains(self.loaded.context.calibration, emb, [node.domain or observation.domain])[0]
+        task = torch.from_numpy(task_features(emb, [domain]))
         with torch.no_grad():
             logit = self.net.decompose_logit(self.net.encode_task(task), lam)
         return bool(logit.item() > 0)
@@ -394,8 +397,8 @@ class LearnedPolicy(DefaultPolicy):
         domain, the candidates available, and the pairs its attempts called."""
         context, columns = self.loaded.context, self.loaded.columns
         calib = context.calibration
-        domain = node.domain or observation.domain
         emb = self._embed(node.text)
+        domain = known_domains(calib, emb, [node.domain or observation.domain])[0]  # a bare text: its neighbours'
         known = {(pair.model.removeprefix("replay/"), pair.ref.primitive): pair for pair in observation.pairs}
         extra = [pair for key, pair in known.items() if key not in columns and pair.ref.primitive != "plan"]
         refs: list[PairRef | None] = [None] * len(context.infos) + [pair.ref for pair in extra]

@@ -32,6 +32,9 @@ class OptionsOut(Schema):
     default_pool_id: int | None
     sources: list[str] = Field(description="sources of recorded outcomes, for composite tasks")
     benchmarks: list[str] = Field(description="the benchmarks of the tasks you can see, for filters")
+    vendored_benchmarks: list[str] = Field(
+        description="the vendored benchmarks tasks can be made of (`POST /api/tasks/from-benchmark`)"
+    )
 
 
 class RecordedItemOut(Schema):

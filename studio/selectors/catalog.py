@@ -8,6 +8,7 @@ from typing import Any
 from django.conf import settings
 from django.db.models import QuerySet
 
+from orchestrator.benchmark_tasks import BENCHMARKS
 from orchestrator.checking import checker_names
 from orchestrator.policies import COST_PRESETS, policy_names
 from studio.models import Domain, ModelPool, RecordedOutcome, User
@@ -27,6 +28,7 @@ def run_options(*, user: User) -> dict[str, Any]:
         "default_pool_id": pool.pk if pool else None,
         "sources": list(RecordedOutcome.objects.order_by("source").values_list("source", flat=True).distinct()),
         "benchmarks": task_benchmarks(user=user),
+        "vendored_benchmarks": list(BENCHMARKS),
     }
 
 

@@ -38,6 +38,15 @@ def items_mode(page: Page) -> None:
     expect(page.get_by_test_id("item-add").first).to_be_visible()
 
 
+def benchmark_mode(page: Page) -> None:
+    """Tasks of a benchmark made for real: the made note and its links are on the page."""
+    page.get_by_test_id("mode-benchmark").click()
+    page.get_by_test_id("benchmark-name").select_option("gsm8k")
+    page.get_by_test_id("benchmark-n").fill("3")
+    page.get_by_test_id("make-tasks").click()
+    expect(page.get_by_test_id("benchmark-made")).to_contain_text("3 in all")
+
+
 @dataclass
 class State:
     path: str
@@ -48,6 +57,7 @@ class State:
 STATES = [
     State("/", "submit"),
     State("/", "submit-items", items_mode),
+    State("/", "submit-benchmark", benchmark_mode),
     State("/?task={task}", "run-again"),
     State("/runs", "runs"),
     State("/runs/{run}", "runs-id"),

@@ -1739,6 +1739,11 @@ export interface components {
              * @description sources of recorded outcomes, for composite tasks
              */
             sources: string[];
+            /**
+             * Vendored Benchmarks
+             * @description the vendored benchmarks tasks can be made of (`POST /api/tasks/from-benchmark`)
+             */
+            vendored_benchmarks: string[];
         };
         /** PagedAdmissibilityOut */
         PagedAdmissibilityOut: {

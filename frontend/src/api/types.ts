@@ -42,3 +42,4 @@ export type Collection = S["CollectionOut"];
 export type ResumeIn = S["ResumeIn"];
 export type CollectionPair = S["CollectionPairIn"];
 export type CollectionIn = S["CollectionIn"];
+export type TasksMade = S["TasksMadeOut"];

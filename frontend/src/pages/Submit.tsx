@@ -1,20 +1,22 @@
 // Submit a task: written text (gold answer, checker) or a composite of recorded items, and
 // the run's settings; Ctrl+Enter runs it. `?task=ID&pool=ID` runs an existing task again.
+// "From a benchmark" makes checker-verified tasks of a vendored benchmark instead.
 import { useMutation, useQuery } from "@tanstack/react-query";
 import { useEffect, useRef, useState, type FormEvent, type RefObject } from "react";
 import { Link, useNavigate, useSearchParams } from "react-router";
 
 import { api, fetchAll } from "../api/client";
 import { keys } from "../api/queryKeys";
-import type { Options, Pool, RecordedItem, Run, Task } from "../api/types";
+import type { Options, Pool, RecordedItem, Run, Task, TasksMade } from "../api/types";
 import { Scrollable } from "../components/Scrollable";
 import { ErrorText, Loading } from "../components/States";
+import { benchmarkBody, BenchmarkTasks, NO_BENCHMARK, type BenchmarkChoice } from "./submit/BenchmarkTasks";
 import { ItemPicker } from "./submit/ItemPicker";
 import { DEFAULT_SETTINGS, runBody, RunSettings, type Settings } from "./submit/RunSettings";
 import { NO_TEXT, TextTask, type Written } from "./submit/TextTask";
 import "./Submit.css";
 
-type Mode = "text" | "items";
+type Mode = "text" | "items" | "benchmark";
 
 /** `?task=ID` (and `&pool=ID`): run an existing task again, as the run page's "Run again" links. */
 function againParams(params: URLSearchParams): { task: number | null; pool: number | null } {
@@ -55,6 +57,8 @@ export default function SubmitPage() {
   const [written, setWritten] = useState<Written>(NO_TEXT);
   const [items, setItems] = useState<RecordedItem[]>([]);
   const [settings, setSettings] = useState<Settings>(DEFAULT_SETTINGS);
+  const [choice, setChoice] = useState<BenchmarkChoice>(NO_BENCHMARK);
+  const [choiceErrors, setChoiceErrors] = useState<Record<string, string>>({});
   // A task already created for this exact input is reused when only the run failed.
   const [made, setMade] = useState<{ key: string; task: Task } | null>(null);
   const form = useRef<HTMLFormElement>(null);
@@ -97,9 +101,17 @@ export default function SubmitPage() {
     onSuccess: (run) => navigate(`/runs/${run.id}`),
   });
 
+  const makeTasks = useMutation({
+    mutationFn: (body: object) => api<TasksMade>("/api/tasks/from-benchmark", { method: "POST", body }),
+  });
+
   const onSubmit = (event: FormEvent) => {
     event.preventDefault();
-    if (!submit.isPending) submit.mutate();
+    if (mode === "benchmark") {
+      const { body, errors } = benchmarkBody(choice);
+      setChoiceErrors(errors);
+      if (body && !makeTasks.isPending) makeTasks.mutate(body);
+    } else if (!submit.isPending) submit.mutate();
   };
 
   if (options.isPending || pools.isPending || (again.task !== null && againTask.isPending))
@@ -149,7 +161,18 @@ export default function SubmitPage() {
           <ModeTabs mode={mode} setMode={setMode} />
           <div className="submit-grid">
             <section className="panel stack" aria-label="Task">
-              {mode === "text" ? (
+              {mode === "benchmark" ? (
+                <BenchmarkTasks
+                  choice={choice}
+                  change={(patch) => {
+                    setChoice((now) => ({ ...now, ...patch }));
+                    makeTasks.reset();
+                  }}
+                  benchmarks={options.data.vendored_benchmarks}
+                  errors={choiceErrors}
+                  made={makeTasks.data ?? null}
+                />
+              ) : mode === "text" ? (
                 <TextTask
                   task={written}
                   change={(patch) => setWritten((now) => ({ ...now, ...patch }))}
@@ -165,7 +188,20 @@ export default function SubmitPage() {
                 />
               )}
             </section>
-            {runSettings}
+            {mode === "benchmark" ? (
+              <section className="panel stack" aria-label="Make the tasks">
+                <p className="muted small">
+                  A run needs no benchmark: make the tasks here, then run one or collect the pool's outcomes on all of
+                  them (Collections).
+                </p>
+                <ErrorText error={makeTasks.error} />
+                <button type="submit" className="primary" disabled={makeTasks.isPending} data-testid="make-tasks">
+                  {makeTasks.isPending ? "Making…" : "Make tasks"} <span className="hint">Ctrl+Enter</span>
+                </button>
+              </section>
+            ) : (
+              runSettings
+            )}
           </div>
         </>
       )}
@@ -187,6 +223,15 @@ function ModeTabs({ mode, setMode }: { mode: Mode; setMode: (mode: Mode) => void
         onClick={() => setMode("items")}
       >
         Compose recorded items
+      </button>
+      <button
+        type="button"
+        role="tab"
+        aria-selected={mode === "benchmark"}
+        data-testid="mode-benchmark"
+        onClick={() => setMode("benchmark")}
+      >
+        From a benchmark
       </button>
     </div>
   );

@@ -3,6 +3,7 @@
 // succeeds. A refusal is shown beside the field it names.
 import { useMutation, useQuery } from "@tanstack/react-query";
 import { useId, useState, type FormEvent } from "react";
+import { useSearchParams } from "react-router";
 
 import { api, fetchAll, fieldErrors } from "../../api/client";
 import { keys } from "../../api/queryKeys";
@@ -51,7 +52,12 @@ export function StartForm({ onStarted }: { onStarted: (collection: Collection) =
     queryKey: keys.pools.list,
     queryFn: ({ signal }) => fetchAll<Pool>("/api/pools", {}, signal),
   });
-  const [draft, setDraft] = useState<Draft>(INITIAL);
+  const [params] = useSearchParams();
+  // `?tasks=1,2,3`: the Submit page's "Collect on them" link, for the tasks it just made
+  const [draft, setDraft] = useState<Draft>(() => {
+    const given = params.get("tasks");
+    return given ? { ...INITIAL, tasks: { ...NO_TASKS, mode: "ids", text: given } } : INITIAL;
+  });
   const poolId = draft.poolId ?? options.data?.default_pool_id ?? pools.data?.[0]?.id ?? null;
   const poolPairs = usePoolPairs(poolId);
   const chosen = (poolPairs.pairs ?? []).filter((pair) => draft.pairs === null || draft.pairs.includes(pair.key));
