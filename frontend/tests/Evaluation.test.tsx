@@ -99,3 +99,37 @@ it("shows a started evaluation at once, even while the server cannot list it", a
   expect(await screen.findByRole("option", { name: /#7 · quick · queued/ })).toBeTruthy();
   expect(screen.queryByText("No evaluation yet")).toBeNull();
 });
+
+it("tests on a chosen collection, and says where to make one when there is none", async () => {
+  const bodies: unknown[] = [];
+  let collections: unknown[] = [];
+  stubFetch(({ url, method, body }) => {
+    if (url === "/api/auth/csrf") return reply(200, {});
+    if (url.startsWith("/api/evaluations/options")) {
+      return reply(200, { presets: {}, outcomes: [], default_outcomes: ["llmrouter.jsonl.gz"], methods: [] });
+    }
+    if (url.startsWith("/api/collections?")) return reply(200, { items: collections, count: collections.length });
+    if (url === "/api/evaluations" && method === "POST") {
+      bodies.push(body);
+      return reply(422, { detail: "stop here" });
+    }
+    if (url.startsWith("/api/evaluations")) return reply(200, { items: [], count: 0 });
+    return reply(404, { detail: "not here" });
+  });
+  const { unmount } = renderPage();
+  expect(await screen.findByText(/None has recorded outcomes yet/)).toBeTruthy();
+  unmount();
+
+  const cells = (recorded: number) => ({ total: 8, pending: 8 - recorded, started: 0, recorded, failed: 0 });
+  collections = [
+    { id: 5, name: "my probe", source: "collection-5", pool_name: "mine", cells: cells(8) },
+    { id: 6, name: "", source: "collection-6", pool_name: "mine", cells: cells(0) },
+  ];
+  renderPage();
+  const probe = await screen.findByRole("checkbox", { name: /#5 my probe/ });
+  expect(screen.queryByRole("checkbox", { name: /#6/ })).toBeNull(); // nothing recorded: nothing to test on
+  await userEvent.click(probe);
+  await userEvent.click(screen.getByRole("button", { name: "Start evaluation" }));
+  expect(await screen.findByText("stop here")).toBeTruthy();
+  expect(bodies[0]).toMatchObject({ outcomes: [], collections: [5] });
+});

@@ -79,6 +79,11 @@ describe("jobConfig", () => {
     expect(jobConfig("policy", "full", 1, [], false, 7)).toEqual({ seed: 1, guide: 7 });
     expect(jobConfig("reward_model", "full", 0, [], false, 7)).toEqual({ seed: 0 });
   });
+  it("names the collections it also trains on, for either kind", () => {
+    expect(jobConfig("policy", "full", 0, [], false, null, [3, 5])).toEqual({ seed: 0, collections: [3, 5] });
+    expect(jobConfig("reward_model", "full", 0, [], false, null, [3])).toEqual({ seed: 0, collections: [3] });
+    expect(jobConfig("policy", "full", 0, [], false, null, [])).toEqual({ seed: 0 });
+  });
 });
 
 describe("lineageSummary", () => {
@@ -89,5 +94,8 @@ describe("lineageSummary", () => {
     expect(lineageSummary({})).toBe("–");
     expect(lineageSummary({ seed: 3, unseen: true })).toBe("seed 3 · for unseen pools");
     expect(lineageSummary({ seed: 1, guide: 4 })).toBe("seed 1 · guided by reward model 4");
+    expect(lineageSummary({ outcomes: ["a.jsonl.gz"], collections: [3, 5], seed: 0 })).toBe(
+      "a.jsonl.gz · collections #3, #5 · seed 0",
+    );
   });
 });

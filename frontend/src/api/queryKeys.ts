@@ -39,6 +39,8 @@ export const keys = {
   collections: {
     all: ["collections"] as const,
     list: (offset: number) => ["collections", "list", offset] as const,
+    /** Every collection, for the training and evaluation forms' choice. */
+    every: ["collections", "every"] as const,
   },
   evaluations: {
     list: ["evaluations", "list"] as const,

@@ -7,7 +7,7 @@ import { useState, type FormEvent } from "react";
 import { api, withFirst, type Page } from "../../api/client";
 import { keys } from "../../api/queryKeys";
 import type { Evaluation, EvaluationOptions } from "../../api/types";
-import { SeedField } from "../../components/JobForm";
+import { CollectionChoice, SeedField } from "../../components/JobForm";
 import { ErrorText } from "../../components/States";
 
 /** The penalties a sensitivity table adds (docs/evaluation.md's run). */
@@ -25,6 +25,7 @@ export function StartForm({ onStarted }: { onStarted: (id: number) => void }) {
   const [seed, setSeed] = useState(0);
   const [penalty, setPenalty] = useState(0);
   const [sensitivity, setSensitivity] = useState(false);
+  const [collections, setCollections] = useState<number[]>([]);
   const start = useMutation({
     mutationFn: () =>
       api<Evaluation>("/api/evaluations", {
@@ -39,7 +40,7 @@ export function StartForm({ onStarted }: { onStarted: (id: number) => void }) {
                 penalty,
                 sensitivity: sensitivity ? SENSITIVITY : [],
               }
-            : { preset, seed, outcomes: outcome ? [outcome] : [] },
+            : { preset, seed, outcomes: outcome ? [outcome] : [], collections },
       }),
     onSuccess: (created) => {
       // The list shows the new evaluation at once (and so keeps looking while it runs).
@@ -56,7 +57,12 @@ export function StartForm({ onStarted }: { onStarted: (id: number) => void }) {
   const composites = options.data?.composites as
     { default_outcomes: string[]; presets: Record<string, { train_count: number; test_count: number }> } | undefined;
   const defaultOutcomes = kind === "composites" ? composites?.default_outcomes : options.data?.default_outcomes;
-  const defaults = defaultOutcomes ? `${defaultOutcomes.join(", ")} (default)` : "Loading…";
+  const alone = kind === "items" && collections.length > 0; // no file chosen: the collections alone
+  const defaults = alone
+    ? "None: the collections alone"
+    : defaultOutcomes
+      ? `${defaultOutcomes.join(", ")} (default)`
+      : "Loading…";
   return (
     <form className="panel stack" onSubmit={submit} aria-label="Start an evaluation">
       <div className="row eval-form">
@@ -114,6 +120,13 @@ export function StartForm({ onStarted }: { onStarted: (id: number) => void }) {
           {start.isPending ? "Starting…" : "Start evaluation"}
         </button>
       </div>
+      {kind === "items" && (
+        <CollectionChoice
+          chosen={collections}
+          setChosen={setCollections}
+          legend="Collections to test on (alone when no outcome file is chosen)"
+        />
+      )}
       <p className="muted small">
         {kind === "composites"
           ? `Composites of 2 to 6 recorded items (a quarter nested), ${

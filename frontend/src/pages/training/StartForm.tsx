@@ -5,7 +5,7 @@ import { useState, type FormEvent } from "react";
 import { api, fetchEvery, withFirst, type Page } from "../../api/client";
 import { keys } from "../../api/queryKeys";
 import type { Checkpoint, EvaluationOptions, TrainingJob } from "../../api/types";
-import { SeedField } from "../../components/JobForm";
+import { CollectionChoice, SeedField } from "../../components/JobForm";
 import { ErrorText, Loading } from "../../components/States";
 import { jobConfig, QUICK_OUTCOMES, type Kind, type Size } from "./config";
 
@@ -21,6 +21,7 @@ export function StartForm({ onStarted }: { onStarted: (id: number) => void }) {
   const [outcomes, setOutcomes] = useState<string[]>([]);
   const [unseen, setUnseen] = useState(false);
   const [guide, setGuide] = useState<number | null>(null);
+  const [collections, setCollections] = useState<number[]>([]);
   const checkpoints = useQuery({
     queryKey: keys.training.checkpoints,
     queryFn: ({ signal }) => fetchEvery<Checkpoint>("/api/checkpoints", {}, signal),
@@ -30,7 +31,7 @@ export function StartForm({ onStarted }: { onStarted: (id: number) => void }) {
     mutationFn: () =>
       api<TrainingJob>("/api/training/jobs", {
         method: "POST",
-        body: { kind, config: jobConfig(kind, size, seed, outcomes, unseen, guide) },
+        body: { kind, config: jobConfig(kind, size, seed, outcomes, unseen, guide, collections) },
       }),
     onSuccess: (job) => {
       // The list shows the new job at once (and so keeps looking while it runs).
@@ -108,6 +109,11 @@ export function StartForm({ onStarted }: { onStarted: (id: number) => void }) {
           </label>
         ))}
       </fieldset>
+      <CollectionChoice
+        chosen={collections}
+        setChosen={setCollections}
+        legend="Collections: your pool's recorded outcomes, trained on beside the files"
+      />
       <p className="muted small">
         {size === "quick"
           ? kind === "policy"

@@ -16,7 +16,8 @@ export const QUICK_OUTCOMES = ["reflexion.jsonl.gz"];
 // `unseen` (policies only): trained for pools of other models, each calibrated on its own
 // probe outcomes (a pool's calibration source), as the unseen-pool evaluation trains it.
 // `guide` (policies only): a reward model's checkpoint id; RL also plays the cells the
-// outcome files did not record, scored by it (train_policy --guide).
+// outcome files did not record, scored by it (train_policy --guide). `collections`: ids of
+// collections whose recorded outcomes it trains on beside the files (docs/collect.md).
 export function jobConfig(
   kind: Kind,
   size: Size,
@@ -24,6 +25,7 @@ export function jobConfig(
   outcomes: string[],
   unseen = false,
   guide: number | null = null,
+  collections: number[] = [],
 ): Record<string, unknown> {
   const chosen = outcomes.length > 0 ? outcomes : size === "quick" ? QUICK_OUTCOMES : [];
   return {
@@ -32,12 +34,15 @@ export function jobConfig(
     ...(size === "quick" ? QUICK_CONFIG[kind] : {}),
     ...(kind === "policy" && unseen ? { unseen: true } : {}),
     ...(kind === "policy" && guide !== null ? { guide } : {}),
+    ...(collections.length > 0 ? { collections } : {}),
   };
 }
 
 export function lineageSummary(lineage: Record<string, unknown>): string {
   const parts: string[] = [];
   if (Array.isArray(lineage.outcomes)) parts.push(lineage.outcomes.join(", "));
+  if (Array.isArray(lineage.collections) && lineage.collections.length > 0)
+    parts.push(`collections ${lineage.collections.map((id) => `#${String(id)}`).join(", ")}`);
   if (typeof lineage.seed === "number") parts.push(`seed ${lineage.seed}`);
   if (typeof lineage.live_runs === "number") parts.push(`${lineage.live_runs} live runs`);
   if (lineage.unseen === true) parts.push("for unseen pools");
