@@ -112,3 +112,24 @@ def broker_problem_in(environ: Mapping[str, str]) -> str | None:
         return broker_problem(celery_redis_url(environ.get("REDIS_URL", "")), from_redis_url=True)
     except ImproperlyConfigured as error:
         return str(error)
+
+
+def queue_depths(timeout_s: int = 1) -> dict[str, int] | None:
+    """Messages waiting in each queue (not those a worker has taken), or None when the broker
+    does not answer within `timeout_s`. A passive declare counts them on either broker (kombu's
+    Redis transport sums the queue's lists); a queue never declared holds nothing."""
+    try:
+        with app.connection_for_read() as connection:
+            connection.ensure_connection(max_retries=1, timeout=timeout_s)
+            depths = {}
+            for queue in QUEUES:
+                try:
+                    with connection.channel() as channel:
+                        declared = channel.queue_declare(queue=queue, passive=True)  # type: ignore[attr-defined]
+                        depths[queue] = int(declared.message_count)
+                except connection.channel_errors:  # not declared yet (RabbitMQ closes the channel)
+                    depths[queue] = 0
+            return depths
+    except Exception as exc:  # any failure means "not reachable"
+        log.warning("queue depths: the broker did not answer: %s", exc)
+        return None

@@ -18,6 +18,7 @@ from studio.settings.env import (
     env_int,
     env_list,
     env_str,
+    metrics_networks,
     redis_settings,
 )
 
@@ -236,6 +237,10 @@ ORCHESTRA_ATTEMPT_THREADS = env_int("ORCHESTRA_ATTEMPT_THREADS", 16)
 # The OpenAI-compatible endpoint: the pool a request without `pool` runs on, and how long it waits.
 ORCHESTRA_DEFAULT_POOL: str = env_str("ORCHESTRA_DEFAULT_POOL", "replay-demo") or "replay-demo"
 ORCHESTRA_OPENAI_WAIT_S = env_int("ORCHESTRA_OPENAI_WAIT_S", 300)
+# GET /metrics (studio/metrics.py): allowed from these addresses (comma-separated, CIDR or
+# single), or from anywhere with `Authorization: Bearer $ORCHESTRA_METRICS_TOKEN`.
+ORCHESTRA_METRICS_ALLOW = metrics_networks(env_str("ORCHESTRA_METRICS_ALLOW", "127.0.0.1,::1") or "")
+ORCHESTRA_METRICS_TOKEN: str = env_str("ORCHESTRA_METRICS_TOKEN", "") or ""
 # `manage.py bootstrap` (run by `up`) queues the demo policy's training on first start.
 ORCHESTRA_DEMO_POLICY = env_bool("ORCHESTRA_DEMO_POLICY", True)
 # The demo policy shipped with the repository (orchestrator.ship_policy), installed instead of

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from pathlib import Path
 from typing import Any
@@ -162,3 +163,16 @@ def redis_settings(redis_url: str, broker_url: str | None = None) -> dict[str, A
             }
         },
     }
+
+
+def metrics_networks(value: str) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:
+    """ORCHESTRA_METRICS_ALLOW's addresses and networks; a bad one stops the settings, named."""
+    networks = []
+    for part in (p.strip() for p in value.split(",")):
+        if not part:
+            continue
+        try:
+            networks.append(ipaddress.ip_network(part, strict=False))
+        except ValueError:
+            raise ImproperlyConfigured(f"ORCHESTRA_METRICS_ALLOW: {part!r} is not an address or a network") from None
+    return tuple(networks)
