@@ -3,6 +3,8 @@
 - `POST /v1/chat/completions`, model `orchestra` (the default policy) or `orchestra/<policy>`:
   the last user message becomes a task, a run of it starts on a pool, and the response
   is the run's final answer once it ends (or, with `stream: true`, server-sent events).
+  The messages around it, `tools`, `tool_choice` and `response_format` ride with the task
+  (`workers.conversation`), and tool calls come back as `message.tool_calls`.
 - `GET /v1/models` and `GET /v1/models/<id>`: the models above, one per policy.
 
 Authentication is the API bearer token only (no session, no CSRF). Errors have OpenAI's
@@ -115,9 +117,43 @@ class ContentPart(BaseModel):
 
 
 class MessageIn(BaseModel):
-    model_config = ConfigDict(extra="allow")
-    role: str
+    model_config = ConfigDict(extra="allow")  # name, tool_calls, tool_call_id, ...: passed on as sent
+    role: Literal["system", "developer", "user", "assistant", "tool", "function"]
     content: str | list[ContentPart] | None = None
+
+
+class FunctionIn(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    name: str = Field(pattern=r"^[A-Za-z0-9_.-]{1,64}$")
+    description: str | None = None
+    parameters: dict[str, Any] | None = None
+
+
+class ToolIn(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    type: Literal["function"]
+    function: FunctionIn
+
+
+class ToolChoiceFunction(BaseModel):
+    name: str
+
+
+class ToolChoiceIn(BaseModel):
+    type: Literal["function"]
+    function: ToolChoiceFunction
+
+
+class JsonSchemaIn(BaseModel):
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+    name: str = Field(pattern=r"^[A-Za-z0-9_-]{1,64}$")
+    schema_: dict[str, Any] = Field(default_factory=dict, alias="schema")
+    strict: bool | None = None
+
+
+class ResponseFormatIn(BaseModel):
+    type: Literal["text", "json_object", "json_schema"]
+    json_schema: JsonSchemaIn | None = None
 
 
 class StreamOptions(BaseModel):
@@ -140,6 +176,9 @@ class ChatIn(BaseModel):
     deadline_s: int | None = Field(None, ge=1, le=86_400)
     decomposable: bool = False
     policy_config: dict[str, Any] | None = None
+    tools: list[ToolIn] | None = Field(None, max_length=128)
+    tool_choice: Literal["none", "auto", "required"] | ToolChoiceIn | None = None
+    response_format: ResponseFormatIn | None = None
 
 
 def chat_parse(request: HttpRequest) -> ChatIn:
@@ -167,15 +206,43 @@ def chat_parse(request: HttpRequest) -> ChatIn:
 
 def last_user_text(messages: list[MessageIn]) -> str:
     """The task: the text of the last user message (a string, or its text parts joined)."""
-    user = next((message for message in reversed(messages) if message.role == "user"), None)
-    if user is None:
+    return conversation(messages)[0]
+
+
+def conversation(messages: list[MessageIn]) -> tuple[str, dict[str, Any]]:
+    """The task (the last user message's text) and the messages before and after it, as sent
+    (`workers.conversation`: every model call of the run carries them)."""
+    index = next((i for i in range(len(messages) - 1, -1, -1) if messages[i].role == "user"), None)
+    if index is None:
         raise OpenAIError(400, "The messages have no user message; the last one is the task.", param="messages")
-    content = user.content
+    content = messages[index].content
     if isinstance(content, list):
         content = "\n".join(part.text for part in content if part.text and part.type in {"text", "input_text"})
     if not content or not content.strip():
         raise OpenAIError(400, "The last user message has no text.", param="messages")
-    return content
+    around = {
+        "before": [m.model_dump(exclude_none=True) for m in messages[:index]],
+        "after": [m.model_dump(exclude_none=True) for m in messages[index + 1 :]],
+    }
+    return content, {key: value for key, value in around.items() if value}
+
+
+def chat_metadata(chat: ChatIn) -> dict[str, Any]:
+    """What the run's model calls carry besides the task: the conversation, and the provider
+    parameters passed through (tools, tool_choice, a JSON response format)."""
+    _, found = conversation(chat.messages)
+    if chat.tools:
+        found["tools"] = [tool.model_dump(exclude_none=True) for tool in chat.tools]
+        if chat.tool_choice is not None:
+            choice = chat.tool_choice
+            found["tool_choice"] = choice if isinstance(choice, str) else choice.model_dump()
+    elif chat.tool_choice is not None:
+        raise OpenAIError(400, "tool_choice needs tools.", param="tool_choice")
+    if chat.response_format is not None and chat.response_format.type != "text":
+        if chat.response_format.type == "json_schema" and chat.response_format.json_schema is None:
+            raise OpenAIError(400, "A json_schema response_format needs its json_schema.", param="response_format")
+        found["response_format"] = chat.response_format.model_dump(exclude_none=True, by_alias=True)
+    return found
 
 
 def sse(data: dict[str, Any] | str) -> str:
@@ -204,10 +271,15 @@ async def stream_events(run: Run, reply: Completion, limit_s: float, include_usa
     if ended.status != RunStatus.SUCCEEDED:
         yield sse(error_body(run_ended_badly(ended)))
         return
-    answer = ended.final_answer
-    for start in range(0, len(answer), CHUNK_CHARS):
-        yield sse(reply.chunk({"content": answer[start : start + CHUNK_CHARS]}))
-    yield sse(reply.chunk({}, finish_reason="stop"))
+    calls = reply.tool_calls(ended)
+    if calls:
+        yield sse(reply.chunk({"tool_calls": [{"index": i, **call} for i, call in enumerate(calls)]}))
+        yield sse(reply.chunk({}, finish_reason="tool_calls"))
+    else:
+        answer = ended.final_answer
+        for start in range(0, len(answer), CHUNK_CHARS):
+            yield sse(reply.chunk({"content": answer[start : start + CHUNK_CHARS]}))
+        yield sse(reply.chunk({}, finish_reason="stop"))
     if include_usage:
         yield sse(reply.usage_chunk(ended))
     yield sse("[DONE]")
@@ -222,9 +294,9 @@ async def chat_completions(request: HttpRequest, user: User) -> HttpResponseBase
     run = await sync_to_async(chat_submit)(
         user=user, text=text, policy=policy, pool=chat.pool, decomposable=chat.decomposable, preset=chat.preset,
         cost_preference=chat.cost_preference, best_of=chat.best_of, max_cost_usd=chat.max_cost_usd,
-        deadline_s=chat.deadline_s, policy_config=chat.policy_config,
+        deadline_s=chat.deadline_s, policy_config=chat.policy_config, chat=chat_metadata(chat),
     )  # fmt: skip
-    reply, limit_s = Completion(run, chat.model), wait_limit_s(chat.deadline_s)
+    reply, limit_s = Completion(run, chat.model, tools=bool(chat.tools)), wait_limit_s(chat.deadline_s)
     if chat.stream:
         include_usage = bool(chat.stream_options and chat.stream_options.include_usage)
         events = stream_events(run, reply, limit_s, include_usage)

@@ -35,6 +35,7 @@ _pool: tuple[int, ThreadPoolExecutor] | None = None  # (pid, pool): a forked chi
 
 INPUT_FIELDS = (
     "prompt", "item_id", "items", "benchmark", "context", "tests", "entry_point", "candidate", "tools", "feedback",
+    "chat",
 )  # fmt: skip
 
 

@@ -29,6 +29,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 import litellm  # noqa: E402
 
 from orchestrator.envelope import TRANSIENT_ERRORS  # noqa: E402
+from workers.conversation import Conversation  # noqa: E402
 
 litellm.suppress_debug_info = True
 litellm.drop_params = True  # a provider that lacks a parameter (e.g. n) ignores it
@@ -197,6 +198,9 @@ class LLMClient:
         self.config = config
         self.meter = Meter()
         self._sleep = sleep
+        # A /v1 chat's conversation, carried around every call's messages (not replay's: it
+        # answers by the task's prompt).
+        self.conversation: Conversation | None = None
 
     @property
     def is_replay(self) -> bool:
@@ -231,6 +235,8 @@ class LLMClient:
 
         `item_id` names the recorded item replay should answer; `item_ids`, for a call that
         takes a composite node whole, every part's (replay answers each from its recording)."""
+        if self.conversation is not None and not self.is_replay:
+            messages = self.conversation.around(messages)
         attempt = 0
         while True:
             started = time.perf_counter()

@@ -14,7 +14,7 @@ from orchestrator.protocol import Accept, Action, Aggregate, Cancel, Decompose, 
 
 # What a primitive may need besides the prompt (workers.primitives.PrimitiveInput), read from
 # the task's metadata for the root and from a recorded part's own for a part.
-PRIMITIVE_INPUTS = ("context", "tests", "entry_point", "tools", "candidate")
+PRIMITIVE_INPUTS = ("context", "tests", "entry_point", "tools", "candidate", "chat")
 
 
 def apply(state: RunState, action: Action) -> str | None:

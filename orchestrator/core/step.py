@@ -22,7 +22,7 @@ from orchestrator.checking import has_checker
 from orchestrator.composite.items import leaves
 from orchestrator.core.actions import apply
 from orchestrator.core.observe import observe
-from orchestrator.core.state import DONE_BADLY, NodeState, RunState
+from orchestrator.core.state import DONE_BADLY, NodeState, RunSpec, RunState
 from orchestrator.core.tree import TEXT_IN_EVENTS, absorb, node_created, propagate
 from orchestrator.policies import Policy
 from orchestrator.protocol import Finish, Pair, Plan, ProtocolViolation, Repair, Solve, Wait, check_action
@@ -59,8 +59,21 @@ def recorded_metadata(item_id: str | None, pairs: list[tuple[str, str]], domain:
     return metadata
 
 
+# A chat that sets tools or a response format goes to these primitives only: they pass both
+# to the provider untouched (workers/primitives/direct.py); the others word the task their way.
+PASSTHROUGH_PRIMITIVES = frozenset({"direct"})
+
+
+def usable_pairs(spec: RunSpec, pairs: tuple[Pair, ...]) -> tuple[Pair, ...]:
+    chat = spec.task_metadata.get("chat") or {}
+    if not (chat.get("tools") or chat.get("response_format")):
+        return pairs
+    return tuple(pair for pair in pairs if pair.ref.primitive in PASSTHROUGH_PRIMITIVES)
+
+
 def step(state: RunState, policy: Policy, pairs: tuple[Pair, ...], now: datetime) -> None:
     """Fold in what finished, then let the policy act until it waits or the run ends."""
+    pairs = usable_pairs(state.spec, pairs)
     absorb(state, reviews=policy.reviews_answers)
     propagate(state)
     reason = budget_exceeded(state, now)

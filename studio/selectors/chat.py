@@ -8,9 +8,10 @@ from typing import Any
 
 from django.conf import settings
 
+from orchestrator.core.step import PASSTHROUGH_PRIMITIVES
 from orchestrator.policies import policy_names
 from studio.db import connection_release
-from studio.models import RUN_ENDED, ModelPool, Run
+from studio.models import RUN_ENDED, Admissibility, ModelPool, Run
 from studio.openai_errors import OpenAIError
 
 MODEL = "orchestra"
@@ -74,3 +75,11 @@ def run_if_ended(run_id: int) -> Run | None:
         return Run.objects.filter(pk=run_id, status__in=RUN_ENDED).first()
     finally:
         connection_release()
+
+
+def passthrough_pairs(pool_id: int) -> bool:
+    """Whether the pool has an admissible `direct` pair (the primitive that passes a chat's
+    tools and response format on: `orchestrator.core.step.PASSTHROUGH_PRIMITIVES`)."""
+    return Admissibility.objects.filter(
+        endpoint__pool_id=pool_id, endpoint__enabled=True, allowed=True, primitive__name__in=PASSTHROUGH_PRIMITIVES
+    ).exists()

@@ -4,6 +4,7 @@ without holding a database connection, and its answer as OpenAI's completion bod
 from __future__ import annotations
 
 import asyncio
+import json
 from decimal import Decimal
 from typing import Any
 
@@ -11,9 +12,10 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import transaction
 
+from studio.errors import Invalid
 from studio.models import Run, User
 from studio.openai_errors import database_unavailable
-from studio.selectors.chat import pool_resolve, run_if_ended
+from studio.selectors.chat import passthrough_pairs, pool_resolve, run_if_ended
 from studio.services.runs import PRESETS, run_create
 from studio.services.tasks import task_create
 from studio.unavailable import DATABASE_ERRORS
@@ -43,11 +45,17 @@ def chat_submit(
     max_cost_usd: Decimal | None,
     deadline_s: int | None,
     policy_config: dict[str, Any] | None,
+    chat: dict[str, Any] | None = None,
 ) -> Run:
     """A task of `text` and a run of it, both or neither; the run starts once this commits.
-    A `preset` stands for its cost preference."""
+    A `preset` stands for its cost preference; `chat` (the conversation around the text, and
+    the provider parameters passed through) rides in the task's metadata."""
     pool_id = pool_resolve(pool)
-    task = task_create(owner=user, text=text, decomposable=decomposable, metadata={"via": "openai"})
+    if chat and (chat.get("tools") or chat.get("response_format")) and not passthrough_pairs(pool_id):
+        field = "tools" if chat.get("tools") else "response_format"
+        raise Invalid(field, f"The pool has no admissible direct pair, the only kind that passes {field} on.")
+    metadata: dict[str, Any] = {"via": "openai"} | ({"chat": chat} if chat else {})
+    task = task_create(owner=user, text=text, decomposable=decomposable, metadata=metadata)
     cost_preference = PRESETS[preset] if preset is not None else cost_preference
     return run_create(
         owner=user, task_id=task.pk, pool_id=pool_id, policy=policy, policy_config=policy_config,
@@ -73,16 +81,32 @@ async def run_wait(run_id: int, limit_s: float) -> Run | None:
 class Completion:
     """The chat.completion and chat.completion.chunk bodies for one run."""
 
-    def __init__(self, run: Run, model: str) -> None:
+    def __init__(self, run: Run, model: str, *, tools: bool = False) -> None:
         self.id = f"chatcmpl-run-{run.pk}"
         self.created = int(run.created_at.timestamp())
         self.model = model
+        self.tools = tools  # the request offered tools: an answer may be tool calls
+
+    def tool_calls(self, run: Run) -> list[dict[str, Any]] | None:
+        """The tool calls the run answered with (`direct`'s `{"tool_calls": [...]}`), if any."""
+        if not self.tools:
+            return None
+        try:
+            found = json.loads(run.final_answer)
+        except ValueError:
+            return None
+        calls = found.get("tool_calls") if isinstance(found, dict) and set(found) == {"tool_calls"} else None
+        return calls if isinstance(calls, list) and calls else None
 
     def completion(self, run: Run) -> dict[str, Any]:
-        message = {"role": "assistant", "content": run.final_answer}
+        calls = self.tool_calls(run)
+        message: dict[str, Any] = {"role": "assistant", "content": None if calls else run.final_answer}
+        if calls:
+            message["tool_calls"] = calls
+        finish = "tool_calls" if calls else "stop"
         return {
             "id": self.id, "object": "chat.completion", "created": self.created, "model": self.model,
-            "choices": [{"index": 0, "message": message, "finish_reason": "stop", "logprobs": None}],
+            "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
             "usage": usage(run),
             "orchestra": {
                 "run_id": run.pk, "task_id": run.task_id, "pool_id": run.pool_id, "policy": run.policy,

@@ -9,6 +9,7 @@ from typing import Any
 
 from orchestrator.composite.items import composite_answer
 from orchestrator.envelope import Envelope
+from workers.conversation import Conversation
 from workers.llm import LLMClient, ProviderError
 
 log = logging.getLogger(__name__)
@@ -28,6 +29,7 @@ class PrimitiveInput:
     entry_point: str = ""  # reflexion: the function the tests call
     candidate: str = ""  # verify: the answer under review
     tools: list[dict[str, Any]] = field(default_factory=list)  # tool_use: extra OpenAI function schemas
+    chat: dict[str, Any] = field(default_factory=dict)  # a /v1 chat's conversation (workers.conversation)
 
 
 Params = dict[str, Any]
@@ -78,6 +80,7 @@ def run_primitive(name: str, llm: LLMClient, task: PrimitiveInput, params: Param
     if body is None:
         known = ", ".join(sorted(REGISTRY))
         return Envelope.failure("bad_request", f"Unknown primitive {name!r}; known: {known}.")
+    llm.conversation = Conversation.of(task.chat)
     try:
         envelope = replayed(llm, name, task) if llm.is_replay else body(llm, task, params or {})
     except ProviderError as error:
