@@ -153,6 +153,15 @@ def serve(url: str, token: str, specs: list[Any], body: dict[str, Any]) -> list[
         return list(pool.map(one, specs))
 
 
+def check_checkpoint(run_ids: list[int], checkpoint_id: int) -> None:
+    """Every run loaded the checkpoint just trained (not the studio's default one)."""
+    from studio.models import Run
+
+    other = Run.objects.filter(pk__in=run_ids).exclude(checkpoint_id=checkpoint_id).count()
+    if other:
+        raise SystemExit(f"{other} of {len(run_ids)} runs did not load checkpoint {checkpoint_id}")
+
+
 def score(spec: Any, answer: str) -> float:
     from workers.checkers import check
 
@@ -264,6 +273,7 @@ def main() -> int:
                 body = {"pool": POOL, "preset": preset, "checkpoint_id": job["checkpoint_id"]}
                 served = serve(url, studio.token, held_out, body)
                 live[preset] = served
+                check_checkpoint([run for run, _, _ in served], job["checkpoint_id"])
                 print(f"served {preset}: {len(served)} chats in {time.monotonic() - t:.0f} s ({load_average()})")
 
             made_ids: list[int] = []

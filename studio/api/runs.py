@@ -12,7 +12,7 @@ from studio.api.body import Body
 from studio.models import Attempt, Node, Role, Run, RunStatus
 from studio.selectors.runs import run_events, run_get, run_list
 from studio.selectors.tree import run_tree
-from studio.services.runs import PRESETS, node_rerun, run_cancel, run_create
+from studio.services.runs import node_rerun, run_cancel, run_create
 
 router = Router(tags=["runs"], auth=role(Role.VIEWER))
 
@@ -201,10 +201,7 @@ class EventPageOut(Schema):
 @router.post("", response={201: RunOut})
 def create_run(request: HttpRequest, payload: RunIn) -> Status:
     """Start a run of a task on a pool under a policy, with an optional budget."""
-    fields = payload.dict(exclude={"preset"})
-    if payload.preset is not None:
-        fields["cost_preference"] = PRESETS[payload.preset]
-    return Status(201, run_create(owner=current_user(request), **fields))
+    return Status(201, run_create(owner=current_user(request), **payload.dict()))
 
 
 @router.post("/{run_id}/cancel", response=RunOut)

@@ -5,18 +5,26 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import AsyncIterator
 from decimal import Decimal
-from typing import Any
+from typing import Any, Literal
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import transaction
 
 from studio.errors import Invalid
-from studio.models import Run, User
-from studio.openai_errors import database_unavailable
+from studio.models import Run, RunStatus, User
+from studio.openai_errors import (
+    OpenAIError,
+    database_unavailable,
+    error_body,
+    run_ended_badly,
+    run_timed_out,
+)
+from studio.openai_schemas import ChatIn, MessageIn
 from studio.selectors.chat import passthrough_pairs, pool_resolve, run_if_ended
-from studio.services.runs import PRESETS, run_create
+from studio.services.runs import run_create
 from studio.services.tasks import task_create
 from studio.unavailable import DATABASE_ERRORS
 
@@ -45,10 +53,11 @@ def chat_submit(
     max_cost_usd: Decimal | None,
     deadline_s: int | None,
     policy_config: dict[str, Any] | None,
+    checkpoint_id: int | None = None,
     chat: dict[str, Any] | None = None,
 ) -> Run:
     """A task of `text` and a run of it, both or neither; the run starts once this commits.
-    A `preset` stands for its cost preference; `chat` (the conversation around the text, and
+    A `preset` stands for its cost preference (run_create); `chat` (the conversation around the text, and
     the provider parameters passed through) rides in the task's metadata."""
     pool_id = pool_resolve(pool)
     if chat and (chat.get("tools") or chat.get("response_format")) and not passthrough_pairs(pool_id):
@@ -56,10 +65,10 @@ def chat_submit(
         raise Invalid(field, f"The pool has no admissible direct pair, the only kind that passes {field} on.")
     metadata: dict[str, Any] = {"via": "openai"} | ({"chat": chat} if chat else {})
     task = task_create(owner=user, text=text, decomposable=decomposable, metadata=metadata)
-    cost_preference = PRESETS[preset] if preset is not None else cost_preference
     return run_create(
-        owner=user, task_id=task.pk, pool_id=pool_id, policy=policy, policy_config=policy_config,
+        owner=user, task_id=task.pk, pool_id=pool_id, policy=policy, policy_config=policy_config, preset=preset,
         cost_preference=cost_preference, best_of=best_of, max_cost_usd=max_cost_usd, deadline_s=deadline_s,
+        checkpoint_id=checkpoint_id,
     )  # fmt: skip
 
 
@@ -76,6 +85,42 @@ async def run_wait(run_id: int, limit_s: float) -> Run | None:
         if run is not None or loop.time() >= deadline:
             return run
         await asyncio.sleep(min(POLL_S, max(deadline - loop.time(), 0)))
+
+
+def conversation(messages: list[MessageIn]) -> tuple[str, dict[str, Any]]:
+    """The task (the last user message's text) and the messages before and after it, as sent
+    (`workers.conversation`: every model call of the run carries them)."""
+    index = next((i for i in range(len(messages) - 1, -1, -1) if messages[i].role == "user"), None)
+    if index is None:
+        raise OpenAIError(400, "The messages have no user message; the last one is the task.", param="messages")
+    content = messages[index].content
+    if isinstance(content, list):
+        content = "\n".join(part.text for part in content if part.text and part.type in {"text", "input_text"})
+    if not content or not content.strip():
+        raise OpenAIError(400, "The last user message has no text.", param="messages")
+    around = {
+        "before": [m.model_dump(exclude_none=True) for m in messages[:index]],
+        "after": [m.model_dump(exclude_none=True) for m in messages[index + 1 :]],
+    }
+    return content, {key: value for key, value in around.items() if value}
+
+
+def chat_task(chat: ChatIn) -> tuple[str, dict[str, Any]]:
+    """The task's text, and what the run's model calls carry besides it: the conversation, and
+    the provider parameters passed through (tools, tool_choice, a JSON response format)."""
+    text, found = conversation(chat.messages)
+    if chat.tools:
+        found["tools"] = [tool.model_dump(exclude_none=True) for tool in chat.tools]
+        if chat.tool_choice is not None:
+            choice = chat.tool_choice
+            found["tool_choice"] = choice if isinstance(choice, str) else choice.model_dump()
+    elif chat.tool_choice is not None:
+        raise OpenAIError(400, "tool_choice needs tools.", param="tool_choice")
+    if chat.response_format is not None and chat.response_format.type != "text":
+        if chat.response_format.type == "json_schema" and chat.response_format.json_schema is None:
+            raise OpenAIError(400, "A json_schema response_format needs its json_schema.", param="response_format")
+        found["response_format"] = chat.response_format.model_dump(exclude_none=True, by_alias=True)
+    return text, found
 
 
 class Completion:
@@ -131,3 +176,47 @@ def usage(run: Run) -> dict[str, int]:
         "completion_tokens": run.tokens_out,
         "total_tokens": run.tokens_in + run.tokens_out,
     }
+
+
+# While a streamed run works, a comment this often, so that proxies keep the connection; the
+# answer in content chunks of this many characters.
+KEEPALIVE_S = 15.0
+CHUNK_CHARS = 64
+Event = tuple[Literal["data", "comment"], dict[str, Any] | str]
+
+
+async def completion_events(run: Run, reply: Completion, limit_s: float, include_usage: bool) -> AsyncIterator[Event]:
+    """The run's answer as chat.completion.chunk events once it ends (`data`: a chunk, an
+    error, or "[DONE]"; `comment`: a keep-alive). The role goes first, at once; an error after
+    that is an event (the status is already 200)."""
+    yield "data", reply.chunk({"role": "assistant", "content": ""})
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + limit_s
+    ended = None
+    while ended is None:
+        left = deadline - loop.time()
+        if left <= 0:
+            yield "data", error_body(run_timed_out(run.pk, limit_s))
+            return
+        try:
+            ended = await run_wait(run.pk, min(left, KEEPALIVE_S))
+        except OpenAIError as exc:
+            yield "data", error_body(exc)
+            return
+        if ended is None:
+            yield "comment", f"run {run.pk} is still going"
+    if ended.status != RunStatus.SUCCEEDED:
+        yield "data", error_body(run_ended_badly(ended))
+        return
+    calls = reply.tool_calls(ended)
+    if calls:
+        yield "data", reply.chunk({"tool_calls": [{"index": i, **call} for i, call in enumerate(calls)]})
+        yield "data", reply.chunk({}, finish_reason="tool_calls")
+    else:
+        answer = ended.final_answer
+        for start in range(0, len(answer), CHUNK_CHARS):
+            yield "data", reply.chunk({"content": answer[start : start + CHUNK_CHARS]})
+        yield "data", reply.chunk({}, finish_reason="stop")
+    if include_usage:
+        yield "data", reply.usage_chunk(ended)
+    yield "data", "[DONE]"

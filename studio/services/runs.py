@@ -51,8 +51,14 @@ def run_create(
     max_depth: int | None = None,
     deadline_s: int | None = None,
     checkpoint_id: int | None = None,
+    preset: str | None = None,
 ) -> Run:
-    """A pending run of a task; its first step is queued once this commits."""
+    """A pending run of a task; its first step is queued once this commits. A `preset` stands
+    for its cost preference λ (resolved here, and only here: the run keeps the number)."""
+    if preset is not None:
+        if preset not in PRESETS:
+            raise Invalid("preset", f"Unknown preset {preset!r}; one of {', '.join(PRESETS)}.")
+        cost_preference = PRESETS[preset]
     task = Task.objects.filter(pk=task_id).first()
     if task is None or not can_view_task(owner, task):
         raise NotFound(f"Task {task_id} does not exist.")

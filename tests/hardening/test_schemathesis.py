@@ -47,7 +47,7 @@ from schemathesis.config import SchemathesisConfig
 from schemathesis.core.result import Err
 from schemathesis.schemas import APIOperation
 
-from studio import openai_compat
+from studio import openai_compat, openai_schemas
 from studio.api import api
 from studio.models import (
     ApiToken,
@@ -61,6 +61,7 @@ from studio.models import (
     RunStatus,
     TrainingJob,
 )
+from studio.services import chat as chat_service
 from tests.factories import RunFactory, TaskFactory
 from tests.hardening.conftest import TokenUser
 
@@ -76,7 +77,7 @@ SKIPPED = {"GET /api/health"}
 
 def openai_schema() -> dict[str, Any]:
     """/v1/ as OpenAPI 3.1; the request body is ChatIn's own JSON schema."""
-    body = openai_compat.ChatIn.model_json_schema(ref_template="#/components/schemas/{model}")
+    body = openai_schemas.ChatIn.model_json_schema(ref_template="#/components/schemas/{model}")
     defs = body.pop("$defs", {})
     # Messages with text and real models, so that most positive cases get past the first checks.
     part = {"$ref": "#/components/schemas/ContentPart"}
@@ -230,6 +231,7 @@ def finish_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
         return await Run.objects.aget(pk=run_id)
 
     monkeypatch.setattr(openai_compat, "run_wait", run_wait)
+    monkeypatch.setattr(chat_service, "run_wait", run_wait)  # a streamed answer waits there
 
 
 @pytest.fixture
