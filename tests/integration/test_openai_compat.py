@@ -258,6 +258,20 @@ def test_a_service_rule_break_is_422_and_leaves_no_task(user_token: tuple[User, 
     assert Task.objects.count() == 0  # the task and the run are created together or not at all
 
 
+def test_checkpoint_id_is_read_not_ignored(user_token: tuple[User, str]) -> None:
+    from studio.models import Checkpoint, CheckpointKind
+
+    checkpoint = Checkpoint.objects.create(kind=CheckpointKind.POLICY, name="mine", path="checkpoints/mine.pt")
+    with ScriptedOpenAI(lambda body: Reply(content="42")) as server:
+        pool = scripted_pool(server)
+        unknown = post_chat(user_token[1], chat_body(model="orchestra/learned", pool=pool.pk, checkpoint_id=99999))
+        default = post_chat(user_token[1], chat_body(pool=pool.pk, checkpoint_id=checkpoint.pk))
+    assert unknown.status_code == 422 and unknown.json_body["error"]["param"] == "checkpoint_id"
+    assert "no policy checkpoint with id 99999" in unknown.json_body["error"]["message"]
+    assert default.status_code == 422 and "uses no checkpoint" in default.json_body["error"]["message"]
+    assert Task.objects.count() == 0
+
+
 def test_a_body_over_the_limit_is_413(user_token: tuple[User, str], settings: Any) -> None:
     settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1000
     response = post_chat(user_token[1], chat_body(messages=[{"role": "user", "content": "x" * 2000}]))
