@@ -7,7 +7,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat requirements.txt requirements-dev.txt | sha1sum | cut -c1-12)
 
-.PHONY: up test lint typecheck pytest install clean-data help frontend frontend-lint frontend-format frontend-test chromium api-types reliability
+.PHONY: up test lint typecheck pytest install clean-data help frontend frontend-lint frontend-format frontend-test chromium phoenix api-types reliability
 
 help:
 	@echo "make up      run the studio at http://127.0.0.1:8000/ (Ctrl-C stops it; data stays in .data/)"
@@ -67,6 +67,16 @@ chromium:
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium haproxy >/dev/null; \
 	  else echo "The browser and load-balancer tests need Debian's chromium and haproxy: sudo apt-get install -y chromium haproxy" >&2; exit 1; fi; }
 
+# Phoenix (arize-phoenix), the OpenTelemetry receiver tests/integration/test_tracing.py starts:
+# a virtual environment of its own, so that its many dependencies never move the studio's pins.
+PHOENIX := .venv-phoenix/bin/phoenix
+
+$(PHOENIX):
+	@test -x .venv-phoenix/bin/python || $(PYTHON) -m venv .venv-phoenix
+	.venv-phoenix/bin/python -m pip install --quiet arize-phoenix==20.26.1
+
+phoenix: $(PHOENIX)
+
 up: $(STAMP) frontend
 	$(BIN)/python manage.py up
 
@@ -80,7 +90,7 @@ typecheck: $(STAMP)
 	$(BIN)/mypy .
 
 # studio.embedded starts PostgreSQL / Redis only for whichever of DATABASE_URL / REDIS_URL is unset.
-pytest: $(STAMP) frontend chromium
+pytest: $(STAMP) frontend chromium phoenix
 	$(BIN)/python -m studio.embedded --data-dir .data/test -- $(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # The long hardening suites (issue 8); each prints its figures and goals. Their fast

@@ -27,7 +27,7 @@ from orchestrator.core.step import recorded_metadata
 from orchestrator.outcomes import prompt_key
 from orchestrator.policies import Policy, make_policy
 from orchestrator.protocol import NodeKind, NodeStatus
-from studio import queues
+from studio import queues, tracing
 from studio.models import RUN_ENDED, Attempt, AttemptStatus, Node, Primitive, RecordedOutcome, Run, RunStatus
 from studio.services.bulk import rows_update
 from studio.services.events import run_events_append
@@ -295,3 +295,5 @@ def run_step(*, run_id: int) -> None:
         if policy is not None:
             core.step(state, policy, admissible_pairs(run), timezone.now())
         _write(run, state, primitives, dispatch)
+        if state.status in RUN_ENDED and tracing.enabled():
+            transaction.on_commit(lambda: tracing.trace_run(run_id))
