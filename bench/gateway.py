@@ -239,6 +239,7 @@ class Proxy:
                    "--num_workers", "1"]  # fmt: skip
         PROXY_LOG.parent.mkdir(parents=True, exist_ok=True)
         with PROXY_LOG.open("ab") as log:
+            self.log_from = log.tell()  # this start's lines
             self.process = subprocess.Popen(
                 command, cwd=DATA_DIR, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
                 preexec_fn=_die_with_parent(),
@@ -251,7 +252,7 @@ class Proxy:
         started = time.monotonic()
         while time.monotonic() - started < timeout_s:
             if self.process.poll() is not None:
-                raise RuntimeError(f"it exited ({self.process.returncode}): {log_tail(PROXY_LOG)}")
+                raise RuntimeError(f"it exited ({self.process.returncode}): {log_tail(PROXY_LOG, self.log_from)}")
             with contextlib.suppress(httpx.HTTPError):
                 if httpx.get(f"http://127.0.0.1:{self.port}/health/liveliness", timeout=1).status_code == 200:
                     return time.monotonic() - started
@@ -265,8 +266,11 @@ class Proxy:
         stop(self.process, group=True)
 
 
-def log_tail(path: Path) -> str:
-    lines = [line for line in path.read_text(errors="replace").splitlines() if line.strip()]
+def log_tail(path: Path, offset: int) -> str:
+    """The last line written to `path` after `offset`."""
+    with path.open("rb") as log:
+        log.seek(offset)
+        lines = [line for line in log.read().decode(errors="replace").splitlines() if line.strip()]
     return lines[-1][:300] if lines else f"nothing in {path}"
 
 
@@ -484,14 +488,26 @@ def goals(blocks: list[Block], proxy_problem: str | None) -> bool:
 # The run.
 
 
-def start_proxy(config: str, stack: contextlib.ExitStack) -> tuple[Proxy | None, str | None]:
-    """The proxy, started and answering, or why not (one line)."""
+def one_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def install_proxy() -> tuple[Path | None, str | None]:
+    """The proxy's `litellm` script, installed if need be, or why not (one line)."""
     try:
-        script = proxy_venv()
+        return proxy_venv(), None
+    except (RuntimeError, OSError, subprocess.CalledProcessError) as exc:
+        return None, f"installing it failed: {one_line(exc)}"
+
+
+def start_proxy(script: Path, config: str, stack: contextlib.ExitStack) -> tuple[Proxy | None, str | None]:
+    """The proxy, started and answering (stopped when `stack` closes), or why not (one line)."""
+    try:
         proxy = stack.enter_context(Proxy(script, config, free_port()))
         ready_s = proxy.wait_ready()
-    except (RuntimeError, OSError, subprocess.CalledProcessError) as exc:
-        return None, str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    except (RuntimeError, OSError) as exc:
+        return None, f"it did not start: {one_line(exc)}"
     print(f"LiteLLM Proxy: answering on 127.0.0.1:{proxy.port} after {ready_s:.1f} s; log {PROXY_LOG}", flush=True)
     return proxy, None
 
@@ -515,16 +531,17 @@ def main() -> int:
         flush=True,
     )
     started = time.monotonic()
+    script, proxy_problem = install_proxy() if not args.skip_proxy else (None, "--skip-proxy")
     with bench_environment() as bench, Upstream() as upstream, contextlib.ExitStack() as stack:
         from studio.services.tokens import token_create
 
         config = litellm_config(upstream.base_url)
         print(f"upstream: {upstream.base_url}", flush=True)
-        proxy, proxy_problem = None, "--skip-proxy" if args.skip_proxy else None
-        if not args.skip_proxy:
-            proxy, proxy_problem = start_proxy(config, stack)
-            if proxy is None:
-                print(f"LiteLLM Proxy: not measured: {proxy_problem}", flush=True)
+        proxy = None
+        if script is not None:
+            proxy, proxy_problem = start_proxy(script, config, stack)
+        if proxy is None:
+            print(f"LiteLLM Proxy: not measured: {proxy_problem}", flush=True)
         orchestra_pool(config)
         worker = bench.start_worker("gateway", pool="prefork", concurrency=2)
         bench.wait_workers_ready([worker])
