@@ -19,7 +19,10 @@ prompts reach it by three routes:
 3. orchestra: `/v1/chat/completions` of the real stack (bench/harness.py: uvicorn, a prefork x 2
    Celery worker, PostgreSQL and Redis), model `orchestra` (the default policy), extra body
    `{"pool": "bench-gateway"}`: a pool made from the same LiteLLM config
-   (`pool_from_litellm_config`: one endpoint, primitive `direct` admissible).
+   (`pool_from_litellm_config`: one endpoint, primitive `direct` admissible). The default
+   policy is the data folder's: a learned checkpoint that another bench made the default
+   (synthetic_loop.py's training job does) decides the runs there, and is slower than none;
+   the line `Orchestra: ...` says which policy ran.
 
 The proxy and Orchestra are called with the official `openai` async client (max_retries=0).
 After a warm-up of each route, at each concurrency every route in turn gets the same
@@ -108,6 +111,7 @@ class Upstream:
         assert self.process.stdout is not None
         self.base_url = self.process.stdout.readline().strip()
         if not self.base_url:
+            stop(self.process, group=False)
             raise RuntimeError("the scripted upstream did not start")
 
     def __enter__(self) -> Upstream:
@@ -303,6 +307,16 @@ def settle(bench: Any, timeout_s: float = 60.0) -> None:
         if not going and bench.queued_messages() == 0:
             return
         time.sleep(0.2)
+
+
+def orchestra_policies() -> str:
+    """Which policy decided Orchestra's runs: model `orchestra` takes the data folder's default
+    (a learned checkpoint another bench made the default, or none)."""
+    from studio.models import Run
+
+    rows = Run.objects.filter(pool__name=POOL).values_list("policy", "checkpoint__name")
+    counts = Counter(policy + (f" (checkpoint {name})" if name else "") for policy, name in rows)
+    return ", ".join(f"{count} runs of policy {policy}" for policy, count in counts.most_common())
 
 
 # The routes and the load.
@@ -560,6 +574,7 @@ def main() -> int:
                 settle(bench)
 
         blocks = asyncio.run(measure(routes, concurrencies, args.requests, after))
+        print(f"Orchestra: {orchestra_policies()}", flush=True)
     report(blocks)
     met = goals(blocks, proxy_problem)
     print(f"\nIn all {time.monotonic() - started:.0f} s. End: {load_average()}")

@@ -60,6 +60,7 @@ from bench.harness import (  # noqa: E402
     start_server,
     verdict,
 )
+from bench.parity import restore_default  # noqa: E402
 
 POOL = "synthetic-loop"
 TERMINAL = {"succeeded", "failed", "cancelled", "stopped"}
@@ -153,6 +154,12 @@ def serve(url: str, token: str, specs: list[Any], body: dict[str, Any]) -> list[
         return list(pool.map(one, specs))
 
 
+def default_checkpoint() -> int | None:
+    from studio.models import Checkpoint, CheckpointKind
+
+    return Checkpoint.objects.filter(kind=CheckpointKind.POLICY, is_default=True).values_list("pk", flat=True).first()
+
+
 def check_checkpoint(run_ids: list[int], checkpoint_id: int) -> None:
     """Every run loaded the checkpoint just trained (not the studio's default one)."""
     from studio.models import Run
@@ -233,6 +240,7 @@ def main() -> int:
         server = start_server(bench, port)
         url = f"http://127.0.0.1:{port}"
         studio = Studio(url, token_create(user=bench_user(), name=f"loop-{time.time_ns()}")[1])
+        before = default_checkpoint()
         try:
             print(f"pool ({synthetic.base_url}):", flush=True)
             pool_id = import_pool(synthetic.base_url)
@@ -291,6 +299,9 @@ def main() -> int:
         finally:
             server.terminate()
             server.wait(timeout=15)
+            # The data folder is shared with the other benches: a first policy checkpoint becomes
+            # the default, and would make their `orchestra` runs learned ones.
+            restore_default(before)
     print(f"\nIn all {time.monotonic() - started:.0f} s. End: {load_average()}")
     return rows
 
