@@ -66,6 +66,7 @@ from bench.harness import (  # noqa: E402
     bench_environment,
     bench_user,
     code_version,
+    forget_pool,
     free_port,
     load_average,
     percentile,
@@ -281,18 +282,10 @@ def log_tail(path: Path, offset: int) -> str:
 # Orchestra's side.
 
 
-def forget_earlier_runs() -> None:
-    """The pool of an earlier run of this bench (its upstream's port is gone), its tasks and runs."""
-    from studio.models import ModelPool, Task
-
-    Task.objects.filter(runs__pool__name=POOL).delete()
-    ModelPool.objects.filter(name=POOL).delete()
-
-
 def orchestra_pool(config: str) -> None:
     from studio.services.litellm_config import pool_from_litellm_config
 
-    forget_earlier_runs()
+    forget_pool(POOL)
     pool_from_litellm_config(name=POOL, text=config, environ={KEY_ENV: UPSTREAM_KEY}, description="bench/gateway.py")
 
 

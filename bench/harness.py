@@ -44,7 +44,16 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from bench.measure import CpuMeter, code_version, load_average, percentile, process_tree, verdict
-from bench.workload import REPLAY_POOL, REPLAY_SOURCE, TERMINAL, bench_user, composite_tasks, replay_pool, wait_runs
+from bench.workload import (
+    REPLAY_POOL,
+    REPLAY_SOURCE,
+    TERMINAL,
+    bench_user,
+    composite_tasks,
+    forget_pool,
+    replay_pool,
+    wait_runs,
+)
 
 __all__ = [
     "DATA_DIR",
@@ -60,6 +69,7 @@ __all__ = [
     "bench_user",
     "code_version",
     "composite_tasks",
+    "forget_pool",
     "free_port",
     "load_average",
     "percentile",

@@ -55,6 +55,7 @@ from bench.harness import (  # noqa: E402
     bench_environment,
     bench_user,
     code_version,
+    forget_pool,
     free_port,
     load_average,
     start_server,
@@ -104,19 +105,6 @@ class Studio:
             time.sleep(1)
 
 
-def forget_earlier_runs() -> None:
-    """An earlier run of this bench left its pool (at a port now gone), its runs and its
-    collections' outcomes; the last would tell a /v1 run of a held-out text its domain (the
-    engine reads a text's recordings), so all of it goes."""
-    from studio.models import Collection, ModelPool, RecordedOutcome, Run
-
-    sources = Collection.objects.filter(pool__name=POOL).values_list("source", flat=True)
-    RecordedOutcome.objects.filter(source__in=list(sources)).delete()
-    Run.objects.filter(pool__name=POOL).delete()
-    Collection.objects.filter(pool__name=POOL).delete()
-    ModelPool.objects.filter(name=POOL).delete()
-
-
 def import_pool(base_url: str) -> int:
     import yaml
     from django.core.management import call_command
@@ -124,7 +112,7 @@ def import_pool(base_url: str) -> int:
     from studio.models import ModelPool
     from workers.synthetic_pool import DEFAULT_CONFIG, KEY_ENV, litellm_config
 
-    forget_earlier_runs()
+    forget_pool(POOL)
     from bench.harness import DATA_DIR
 
     DATA_DIR.mkdir(parents=True, exist_ok=True)

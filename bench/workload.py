@@ -68,3 +68,16 @@ def composite_tasks(*, runs: int, items: int, offset: int = 0) -> list[int]:
         task_create_composite(owner=owner, items=[(REPLAY_SOURCE, i) for i in ids[n * items : (n + 1) * items]]).pk
         for n in range(runs)
     ]
+
+
+def forget_pool(name: str) -> None:
+    """A pool an earlier run of a bench left (its upstream's port is gone): its collections and
+    their recorded outcomes (the engine reads a text's recordings, which would tell a later run
+    the domain of a held-out text), its runs with their tasks, then the pool."""
+    from studio.models import Collection, ModelPool, RecordedOutcome, Task
+
+    collections = Collection.objects.filter(pool__name=name)
+    RecordedOutcome.objects.filter(source__in=list(collections.values_list("source", flat=True))).delete()
+    Task.objects.filter(runs__pool__name=name).delete()
+    collections.delete()
+    ModelPool.objects.filter(name=name).delete()
