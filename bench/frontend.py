@@ -7,7 +7,7 @@ Builds the front end if needed (`make frontend`), starts a real studio (uvicorn 
 worker) on the replay pool, makes one composite run, then opens /runs/<id> in a fresh
 browser context `--loads` times: FCP from the Paint Timing API, and the time until the
 first tree node is drawn. Sizes are the bytes the page fetched, gzip-compressed at level 9
-(what whitenoise serves them as).
+(what servestatic serves them as).
 """
 
 from __future__ import annotations

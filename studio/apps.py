@@ -5,3 +5,8 @@ class StudioConfig(AppConfig):
     name = "studio"
     verbose_name = "Orchestra Studio"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from studio.selectors.pool_view import connect_signals
+
+        connect_signals()

@@ -42,40 +42,30 @@ from studio.openai_errors import (
     run_ended_badly,
     run_timed_out,
 )
-from studio.openai_schemas import chat_parse
 from studio.selectors.chat import model_card, model_ids, policy_of
 from studio.services.chat import (
     Completion,
     Event,
-    chat_submit,
-    chat_task,
+    bearer_user,
+    chat_start,
     completion_events,
+    fast_ended,
     run_wait,
     wait_limit_s,
 )
-from studio.services.tokens import token_user
 from studio.unavailable import DATABASE_ERRORS
 
 View = Callable[..., Coroutine[Any, Any, HttpResponseBase]]
 
 
 async def authenticate(request: HttpRequest) -> User:
-    scheme, _, raw = request.headers.get("Authorization", "").partition(" ")
-    if scheme.lower() != "bearer" or not raw.strip():
-        raise OpenAIError(
-            401,
-            "You didn't provide an API key. Send an API token as 'Authorization: Bearer <token>' "
-            "(create one with POST /api/tokens).",
-            code="invalid_api_key",
-        )
-    user = await sync_to_async(token_user)(raw=raw.strip())
-    if user is None:
-        raise OpenAIError(401, "Incorrect API key provided: it is unknown or revoked.", code="invalid_api_key")
-    return user
+    return await sync_to_async(bearer_user, thread_sensitive=False)(request.headers.get("Authorization", ""))
 
 
-def openai_view(method: str) -> Callable[[View], View]:
-    """A bearer-token view for `method` whose errors, ours or a service's, have OpenAI's shape."""
+def openai_view(method: str, *, authenticates: bool = False) -> Callable[[View], View]:
+    """A bearer-token view for `method` whose errors, ours or a service's, have OpenAI's shape.
+    A view that `authenticates` checks the token itself (with the rest of its first database
+    work, in one thread hop), and gets no user."""
 
     def decorate(handler: View) -> View:
         @csrf_exempt
@@ -84,7 +74,7 @@ def openai_view(method: str) -> Callable[[View], View]:
             try:
                 if request.method != method:
                     raise OpenAIError(405, f"Use {method} for {request.path}.", code="method_not_allowed")
-                user = await authenticate(request)
+                user = None if authenticates else await authenticate(request)
                 return await handler(request, user, **kwargs)
             except DATABASE_ERRORS as exc:
                 return error_response(database_unavailable(exc))
@@ -123,27 +113,24 @@ def sse(events: AsyncIterator[Event]) -> AsyncIterator[str]:
     return framed()
 
 
-@openai_view("POST")
-async def chat_completions(request: HttpRequest, user: User) -> HttpResponseBase:
+@openai_view("POST", authenticates=True)
+async def chat_completions(request: HttpRequest, _: None) -> HttpResponseBase:
     """Run the last user message as a task; answer with the run's final answer."""
-    chat = chat_parse(request)
-    policy = policy_of(chat.model)
-    text, metadata = chat_task(chat)
-    run = await sync_to_async(chat_submit)(
-        user=user, text=text, policy=policy, pool=chat.pool, decomposable=chat.decomposable, preset=chat.preset,
-        cost_preference=chat.cost_preference, best_of=chat.best_of, max_cost_usd=chat.max_cost_usd,
-        deadline_s=chat.deadline_s, policy_config=chat.policy_config, checkpoint_id=chat.checkpoint_id,
-        chat=metadata,
-    )  # fmt: skip
+    started = await chat_start(request)
+    chat, run, fast = started.chat, started.run, started.fast
+    assert run is not None  # chat_start gives it
     reply, limit_s = Completion(run, chat.model, tools=bool(chat.tools)), wait_limit_s(chat.deadline_s)
     if chat.stream:
         include_usage = bool(chat.stream_options and chat.stream_options.include_usage)
-        events = sse(completion_events(run, reply, limit_s, include_usage))
+        start = fast_ended(fast, limit_s) if fast is not None else None
+        events = sse(completion_events(run, reply, limit_s, include_usage, start))
         response: HttpResponseBase = StreamingHttpResponse(events, content_type="text/event-stream")
         response["Cache-Control"] = "no-cache"
         response["X-Accel-Buffering"] = "no"  # nginx: pass each event on at once
     else:
-        ended = await run_wait(run.pk, limit_s)
+        ended = await fast_ended(fast, limit_s) if fast is not None else None
+        if ended is None:
+            ended = await run_wait(run.pk, limit_s)
         if ended is None:
             raise run_timed_out(run.pk, limit_s)
         if ended.status != RunStatus.SUCCEEDED:

@@ -1,8 +1,8 @@
 """The Celery app as every process sees it, and `send`, the one way a task is sent.
 
-Queues: `orchestrator` (run steps, the recovery sweep), `workers` (model calls), `training`
-(training jobs and evaluations). Tasks are sent by name: `studio/` never imports the tasks,
-which `workers/` defines (`workers.celery` adds the worker's own set-up to this app).
+Queues: `orchestrator` (run steps, runs recorded after /v1's fast path, the recovery sweep),
+`workers` (model calls), `training` (training jobs and evaluations). Tasks are sent by name:
+`studio/` never imports the tasks, which `workers/` defines (`workers.celery` adds the worker's own set-up to this app).
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ QUEUES = ("orchestrator", "workers", "training")
 PING = "workers.ping"
 EXECUTE_ATTEMPTS = "workers.execute_attempts"
 RUN_STEP = "workers.run_step"
+RECORD_RUN = "workers.record_run"
 RUNS_RECOVER = "workers.runs_recover"
 VERIFY_RUN = "workers.verify_run"
 TRAIN = "workers.train"
@@ -37,6 +38,7 @@ ROUTES = {
     "workers.execute_attempt": "workers",  # one attempt: messages sent before execute_attempts took its place
     VERIFY_RUN: "workers",
     RUN_STEP: "orchestrator",
+    RECORD_RUN: "orchestrator",
     RUNS_RECOVER: "orchestrator",
     TRAIN: "training",
     EVALUATE: "training",

@@ -1,5 +1,5 @@
 """The browser studio: frontend/dist/index.html for every page route (React Router takes it
-from there); its assets are static files under /static/ (whitenoise)."""
+from there); its assets are static files under /static/ (servestatic)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,10 @@
 """The packages' boundaries, read from the source: every import statement, at module level and
 inside functions. `workers/` may import `studio/` (its services, selectors and models);
-`studio/` sends tasks by name (`studio.queues`) and imports nothing of `workers/`, so the two
-never import each other. `orchestrator/` imports neither. `workers/` reads and writes rows only
-through studio's services and selectors: it never touches a model's manager (`.objects`)."""
+`studio/` sends tasks by name (`studio.queues`), names the one worker function it calls in its
+own process the same way (`ORCHESTRA_ATTEMPT_EXECUTOR`, /v1's fast path), and imports nothing
+of `workers/`, so the two never import each other. `orchestrator/` imports neither. `workers/`
+reads and writes rows only through studio's services and selectors: it never touches a model's
+manager (`.objects`)."""
 
 from __future__ import annotations
 
@@ -70,3 +72,12 @@ def test_the_scan_sees_imports_inside_functions(tmp_path: Path, monkeypatch: pyt
     (tmp_path / "pkg" / "mod.py").write_text("def f():\n    from workers.tasks import run_step\n    import json\n")
     monkeypatch.setattr(f"{__name__}.ROOT", tmp_path)
     assert importers("pkg", "workers") == ["pkg/mod.py"]
+
+
+def test_the_worker_function_studio_names_exists() -> None:
+    from django.conf import settings
+    from django.utils.module_loading import import_string
+
+    from workers.execution import execute_here
+
+    assert import_string(settings.ORCHESTRA_ATTEMPT_EXECUTOR) is execute_here

@@ -110,6 +110,12 @@ def _execute_in_thread(work: AttemptWork) -> Envelope:
         connection_release()
 
 
+def execute_here(work: AttemptWork) -> Envelope:
+    """Run one attempt in this process, on the caller's thread, and hand its connection back:
+    /v1's fast path (studio.services.fast_path, by ORCHESTRA_ATTEMPT_EXECUTOR) calls a pair so."""
+    return _execute_in_thread(work)
+
+
 def _waits(work: AttemptWork) -> bool:
     """Whether the call waits on I/O: any real endpoint, or replay with simulated latency."""
     return not work.model.startswith("replay/") or settings.ORCHESTRA_REPLAY_LATENCY != "off"

@@ -68,6 +68,14 @@ def verify_run(run_id: int) -> None:
     run_verified(run_id=run_id, score=result.score, correct=result.passed, detail=result.detail)
 
 
+@app.task(name="workers.record_run", **REDELIVERABLE)
+def record_run(payload: str) -> None:
+    """Write a run /v1's fast path decided and called (studio.services.run_record). Idempotent."""
+    from studio.services.run_record import run_record
+
+    run_record(payload=payload)
+
+
 @app.task(name="workers.run_step", **REDELIVERABLE)
 def run_step(run_id: int) -> None:
     """One step of a run's state machine (see studio.services.engine). Idempotent."""

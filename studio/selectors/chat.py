@@ -11,8 +11,9 @@ from django.conf import settings
 from orchestrator.core.step import PASSTHROUGH_PRIMITIVES
 from orchestrator.policies import policy_names
 from studio.db import connection_release
-from studio.models import RUN_ENDED, Admissibility, ModelPool, Run
+from studio.models import RUN_ENDED, ModelPool, Run
 from studio.openai_errors import OpenAIError
+from studio.selectors.pool_view import pool_view
 
 MODEL = "orchestra"
 STARTED = int(time.time())
@@ -80,6 +81,4 @@ def run_if_ended(run_id: int) -> Run | None:
 def passthrough_pairs(pool_id: int) -> bool:
     """Whether the pool has an admissible `direct` pair (the primitive that passes a chat's
     tools and response format on: `orchestrator.core.step.PASSTHROUGH_PRIMITIVES`)."""
-    return Admissibility.objects.filter(
-        endpoint__pool_id=pool_id, endpoint__enabled=True, allowed=True, primitive__name__in=PASSTHROUGH_PRIMITIVES
-    ).exists()
+    return any(pair.ref.primitive in PASSTHROUGH_PRIMITIVES for pair in pool_view(pool_id).pairs)

@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from orchestrator.envelope import Envelope
 from studio.crypto import MIN_SECRET_CHARS, REDACTED, decrypt_secret
-from studio.models import Attempt, AttemptStatus, Node, Run
+from studio.models import Attempt, AttemptStatus, ModelEndpoint, Node, Primitive, Run
 from studio.services.bulk import rows_update
 from studio.services.events import run_events_append
 from studio.services.scheduling import step_request
@@ -53,19 +53,34 @@ def _endpoint_key(attempt: Attempt, keys: dict[int, str | None]) -> str | None:
     return keys[endpoint.pk]
 
 
-def _work(attempt: Attempt, keys: dict[int, str | None]) -> AttemptWork:
-    endpoint = attempt.endpoint
+def endpoint_work(
+    *,
+    attempt_id: int,
+    endpoint: ModelEndpoint,
+    api_key: str | None,
+    primitive: Primitive,
+    request: dict[str, Any],
+    text: str,
+) -> AttemptWork:
+    """What a call of (endpoint, primitive) on a node of `text` needs, read off its rows."""
     return AttemptWork(
-        attempt_id=attempt.pk,
+        attempt_id=attempt_id,
         model=endpoint.model,
         api_base=endpoint.api_base,
-        api_key=_endpoint_key(attempt, keys),
+        api_key=api_key,
         input_cost_per_mtok=_price(endpoint.input_cost_per_mtok),
         output_cost_per_mtok=_price(endpoint.output_cost_per_mtok),
-        primitive=attempt.primitive.name,
-        params={**attempt.primitive.parameters, **attempt.request.get("params", {})},
-        request={"prompt": attempt.node.text, **attempt.request},
+        primitive=primitive.name,
+        params={**primitive.parameters, **request.get("params", {})},
+        request={"prompt": text, **request},
     )
+
+
+def _work(attempt: Attempt, keys: dict[int, str | None]) -> AttemptWork:
+    return endpoint_work(
+        attempt_id=attempt.pk, endpoint=attempt.endpoint, api_key=_endpoint_key(attempt, keys),
+        primitive=attempt.primitive, request=attempt.request, text=attempt.node.text,
+    )  # fmt: skip
 
 
 def _claimable(attempt: Attempt, stale_before: datetime) -> bool:
@@ -142,12 +157,13 @@ def _add_to_nodes(totals: dict[int, list[Any]]) -> None:
         )
 
 
-def _finished_event(attempt: Attempt, envelope: Envelope) -> tuple[str, dict[str, Any]]:
+def finished_event(attempt_id: int, node_key: str, envelope: Envelope) -> tuple[str, dict[str, Any]]:
+    """The `attempt.finished` event of an attempt that ended with `envelope`."""
     return (
         "attempt.finished",
         {
-            "attempt": attempt.pk,
-            "node": attempt.node.key,
+            "attempt": attempt_id,
+            "node": node_key,
             "status": envelope.status,
             "answer": envelope.answer,
             "tokens_in": envelope.tokens_in,
@@ -212,7 +228,7 @@ def attempts_finish(*, results: Sequence[tuple[int, Envelope]]) -> list[int]:
         row = [envelope.tokens_in, envelope.tokens_out, cost, envelope.latency_s]
         for totals, key in ((nodes, attempt.node_id), (runs, attempt.node.run_id)):
             totals[key] = [a + b for a, b in zip(totals[key], row, strict=True)] if key in totals else list(row)
-        events.setdefault(attempt.node.run_id, []).append(_finished_event(attempt, envelope))
+        events.setdefault(attempt.node.run_id, []).append(finished_event(attempt.pk, attempt.node.key, envelope))
     rows_update(attempts, ATTEMPT_RESULT_FIELDS)
     # Runs before nodes, in id order: a run step locks its run, then writes its nodes.
     for run_id, (tokens_in, tokens_out, cost, latency) in sorted(runs.items()):

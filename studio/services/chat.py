@@ -4,15 +4,21 @@ without holding a database connection, and its answer as OpenAI's completion bod
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
-from collections.abc import AsyncIterator
+import logging
+from collections.abc import AsyncIterator, Awaitable
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Literal
 
 from asgiref.sync import sync_to_async
+from channels.layers import get_channel_layer
 from django.conf import settings
 from django.db import transaction
+from django.http import HttpRequest
 
+from studio.db import connection_release
 from studio.errors import Invalid
 from studio.models import Run, RunStatus, User
 from studio.openai_errors import (
@@ -22,13 +28,21 @@ from studio.openai_errors import (
     run_ended_badly,
     run_timed_out,
 )
-from studio.openai_schemas import ChatIn, MessageIn
-from studio.selectors.chat import passthrough_pairs, pool_resolve, run_if_ended
+from studio.openai_schemas import ChatIn, MessageIn, chat_parse
+from studio.selectors.chat import default_pool_name, passthrough_pairs, policy_of, pool_resolve, run_if_ended
+from studio.selectors.pool_view import cached, one_generation
+from studio.services import fast_path
+from studio.services.events import run_group
+from studio.services.fast_path import FastRun
 from studio.services.runs import run_create
 from studio.services.tasks import task_create
+from studio.services.tokens import token_user
 from studio.unavailable import DATABASE_ERRORS
 
-POLL_S = 0.05
+log = logging.getLogger(__name__)
+
+POLL_S = 0.05  # without a channel layer only
+RECHECK_S = 2.0  # a run is read again this often in case its `run.finished` notification was lost
 # A run given deadline_s ends itself just after it; wait a little longer to report how it ended.
 DEADLINE_GRACE_S = 5
 
@@ -39,13 +53,27 @@ def wait_limit_s(deadline_s: int | None) -> float:
     return float(settings.ORCHESTRA_OPENAI_WAIT_S)
 
 
+def chat_pool(pool: int | str | None, chat: dict[str, Any]) -> int:
+    """The pool a chat runs on; a 422 when it has no pair that can take the chat's tools or
+    response format."""
+    try:
+        # the default pool's name is a setting: part of the key
+        pool_id = cached(("pool-ref", pool, default_pool_name()), lambda: pool_resolve(pool))
+        if (chat.get("tools") or chat.get("response_format")) and not passthrough_pairs(pool_id):
+            field = "tools" if chat.get("tools") else "response_format"
+            raise Invalid(field, f"The pool has no admissible direct pair, the only kind that passes {field} on.")
+        return pool_id
+    finally:
+        connection_release()
+
+
 @transaction.atomic
 def chat_submit(
     *,
     user: User,
     text: str,
     policy: str | None,
-    pool: int | str | None,
+    pool_id: int,
     decomposable: bool,
     preset: str | None,
     cost_preference: float | None,
@@ -59,10 +87,6 @@ def chat_submit(
     """A task of `text` and a run of it, both or neither; the run starts once this commits.
     A `preset` stands for its cost preference (run_create); `chat` (the conversation around the text, and
     the provider parameters passed through) rides in the task's metadata."""
-    pool_id = pool_resolve(pool)
-    if chat and (chat.get("tools") or chat.get("response_format")) and not passthrough_pairs(pool_id):
-        field = "tools" if chat.get("tools") else "response_format"
-        raise Invalid(field, f"The pool has no admissible direct pair, the only kind that passes {field} on.")
     metadata: dict[str, Any] = {"via": "openai"} | ({"chat": chat} if chat else {})
     task = task_create(owner=user, text=text, decomposable=decomposable, metadata=metadata)
     return run_create(
@@ -72,19 +96,149 @@ def chat_submit(
     )  # fmt: skip
 
 
+async def _read_ended(run_id: int) -> Run | None:
+    try:
+        return await sync_to_async(run_if_ended, thread_sensitive=False)(run_id)
+    except DATABASE_ERRORS as exc:
+        raise database_unavailable(exc, run_id) from None
+
+
+async def _finished_message(layer: Any, channel: str) -> None:
+    """Until the run's group says the run finished (every other event is let by)."""
+    while True:
+        message = await layer.receive(channel)
+        if (message.get("event") or {}).get("type") == "run.finished":
+            return
+
+
 async def run_wait(run_id: int, limit_s: float) -> Run | None:
-    """The run once it has ended, or None if it is still going after `limit_s`. A database
-    that cannot be reached is an OpenAIError (503) naming the run."""
+    """The run once it has ended, or None if it is still going after `limit_s`.
+
+    Woken by the run's channel group (its `run.finished` event), not by polling: the request
+    joins the group, then reads the run once (it may have ended before), then reads it again
+    when the group says it finished, and every RECHECK_S in case a notification was lost (the
+    channel layer is Redis; Postgres holds the truth). Without a channel layer (Redis away) it
+    reads the run every POLL_S. A database that cannot be reached is an OpenAIError (503)."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + limit_s
-    while True:
+    layer, channel = get_channel_layer(), None
+    if layer is not None:
         try:
-            run = await sync_to_async(run_if_ended)(run_id)
-        except DATABASE_ERRORS as exc:
-            raise database_unavailable(exc, run_id) from None
-        if run is not None or loop.time() >= deadline:
-            return run
-        await asyncio.sleep(min(POLL_S, max(deadline - loop.time(), 0)))
+            channel = await layer.new_channel("v1-wait.")
+            await layer.group_add(run_group(run_id), channel)
+        except Exception:
+            log.warning("run %s: no channel layer to wait on; reading the run every %s s", run_id, POLL_S)
+            channel = None
+    try:
+        while True:
+            run = await _read_ended(run_id)
+            left = deadline - loop.time()
+            if run is not None or left <= 0:
+                return run
+            if channel is None:
+                await asyncio.sleep(min(POLL_S, left))
+                continue
+            try:
+                await asyncio.wait_for(_finished_message(layer, channel), timeout=min(RECHECK_S, left))
+            except TimeoutError:
+                pass
+            except Exception:
+                log.warning("run %s: the channel layer failed; reading the run every %s s", run_id, POLL_S)
+                channel = None
+    finally:
+        if channel is not None:
+            with contextlib.suppress(Exception):
+                await layer.group_discard(run_group(run_id), channel)
+
+
+def bearer_user(authorization: str) -> User:
+    """The user whose API token `authorization` ("Bearer <token>") carries; a 401 otherwise."""
+    scheme, _, raw = authorization.partition(" ")
+    if scheme.lower() != "bearer" or not raw.strip():
+        raise OpenAIError(
+            401,
+            "You didn't provide an API key. Send an API token as 'Authorization: Bearer <token>' "
+            "(create one with POST /api/tokens).",
+            code="invalid_api_key",
+        )
+    try:
+        user = token_user(raw=raw.strip())
+    finally:
+        connection_release()
+    if user is None:
+        raise OpenAIError(401, "Incorrect API key provided: it is unknown or revoked.", code="invalid_api_key")
+    return user
+
+
+@dataclass
+class Started:
+    """A chat's request, read, and its run: written and started (`fast` None), or decided in
+    memory to be called here."""
+
+    user: User
+    chat: ChatIn
+    policy: str | None
+    text: str
+    found: dict[str, Any]
+    pool_id: int
+    run: Run | None = None
+    fast: FastRun | None = None
+
+
+def _fast_fits(chat: ChatIn) -> bool:
+    return fast_path.enabled() and not chat.decomposable and chat.best_of == 1 and chat.deadline_s is None
+
+
+def _prepare(request: HttpRequest) -> Started:
+    """On a fast-path thread, the request's first work in one hop: its token, its body, its pool,
+    then its run decided in memory if it fits the fast path. The set-up is read as of one
+    generation (`pool_view.one_generation`)."""
+    user = bearer_user(request.headers.get("Authorization", ""))
+    chat = chat_parse(request)
+    policy = policy_of(chat.model)
+    text, found = chat_task(chat)
+    with one_generation():
+        started = Started(user, chat, policy, text, found, chat_pool(chat.pool, found))
+        if _fast_fits(chat):
+            started.fast = fast_path.fast_prepare(
+                user=user, text=text, policy=policy, pool_id=started.pool_id, preset=chat.preset,
+                cost_preference=chat.cost_preference, max_cost_usd=chat.max_cost_usd,
+                policy_config=chat.policy_config, checkpoint_id=chat.checkpoint_id, chat=found,
+            )  # fmt: skip
+    if started.fast is not None:
+        started.run = started.fast.run
+    return started
+
+
+async def chat_start(request: HttpRequest) -> Started:
+    """The chat's run: on the fast path when the policy's first step sends one call, else
+    written and started on the full machinery (chat_submit)."""
+    started: Started = await sync_to_async(_prepare)(request)
+    if started.fast is None:
+        chat = started.chat
+        started.run = await sync_to_async(chat_submit)(
+            user=started.user, text=started.text, policy=started.policy, pool_id=started.pool_id,
+            decomposable=chat.decomposable, preset=chat.preset, cost_preference=chat.cost_preference,
+            best_of=chat.best_of, max_cost_usd=chat.max_cost_usd, deadline_s=chat.deadline_s,
+            policy_config=chat.policy_config, checkpoint_id=chat.checkpoint_id, chat=started.found,
+        )  # fmt: skip
+    return started
+
+
+async def fast_ended(fast: FastRun, limit_s: float) -> Run | None:
+    """Make a fast run's call: the run, ended; None when it went on to the full machinery (a
+    retry), to be waited for as any run. Past `limit_s` a 504 naming the run: the call goes
+    on, on its thread, and the run is recorded when it ends."""
+    call = asyncio.get_running_loop().run_in_executor(fast_path.threads(), fast_path.fast_called, fast)
+    done, _ = await asyncio.wait({call}, timeout=limit_s)
+    if not done and fast_path.fast_abandon(fast):
+        raise run_timed_out(fast.run.pk, limit_s)
+    try:
+        await call
+        await sync_to_async(fast_path.fast_recorded)(fast)
+    except DATABASE_ERRORS as exc:
+        raise database_unavailable(exc, fast.run.pk) from None
+    return fast.run if fast.ended else None
 
 
 def conversation(messages: list[MessageIn]) -> tuple[str, dict[str, Any]]:
@@ -185,14 +339,23 @@ CHUNK_CHARS = 64
 Event = tuple[Literal["data", "comment"], dict[str, Any] | str]
 
 
-async def completion_events(run: Run, reply: Completion, limit_s: float, include_usage: bool) -> AsyncIterator[Event]:
+async def completion_events(
+    run: Run, reply: Completion, limit_s: float, include_usage: bool, start: Awaitable[Run | None] | None = None
+) -> AsyncIterator[Event]:
     """The run's answer as chat.completion.chunk events once it ends (`data`: a chunk, an
     error, or "[DONE]"; `comment`: a keep-alive). The role goes first, at once; an error after
-    that is an event (the status is already 200)."""
+    that is an event (the status is already 200). `start`, when given, is awaited first: the
+    fast path's call, which gives the run ended, or None when the run goes on elsewhere."""
     yield "data", reply.chunk({"role": "assistant", "content": ""})
     loop = asyncio.get_running_loop()
     deadline = loop.time() + limit_s
     ended = None
+    if start is not None:
+        try:
+            ended = await start
+        except OpenAIError as exc:
+            yield "data", error_body(exc)
+            return
     while ended is None:
         left = deadline - loop.time()
         if left <= 0:
@@ -214,8 +377,8 @@ async def completion_events(run: Run, reply: Completion, limit_s: float, include
         yield "data", reply.chunk({}, finish_reason="tool_calls")
     else:
         answer = ended.final_answer
-        for start in range(0, len(answer), CHUNK_CHARS):
-            yield "data", reply.chunk({"content": answer[start : start + CHUNK_CHARS]})
+        for at in range(0, len(answer), CHUNK_CHARS):
+            yield "data", reply.chunk({"content": answer[at : at + CHUNK_CHARS]})
         yield "data", reply.chunk({}, finish_reason="stop")
     if include_usage:
         yield "data", reply.usage_chunk(ended)

@@ -43,7 +43,7 @@ NODE_FIELDS = ["status", "answer", "output", "verification", "plan", "metadata",
 # Rows to state
 
 
-def _spec(run: Run) -> RunSpec:
+def run_spec(run: Run) -> RunSpec:
     task = run.task
     return RunSpec(
         task_text=task.text, policy=run.policy, pool=run.pool_id, task_metadata=task.metadata, domain=task.domain,
@@ -116,14 +116,14 @@ def _load(run: Run) -> tuple[RunState, Primitives]:
         for row in rows
     ]
     state = RunState(
-        spec=_spec(run), status=run.status, nodes=nodes, cost_usd=run.cost_usd, tokens_in=run.tokens_in,
+        spec=run_spec(run), status=run.status, nodes=nodes, cost_usd=run.cost_usd, tokens_in=run.tokens_in,
         tokens_out=run.tokens_out, latency_s=run.latency_s, started_at=run.started_at,
         verification=dict(run.verification),
     )  # fmt: skip
     return state, primitives
 
 
-def _recorded(run: Run) -> dict[str, Any]:
+def root_metadata(run: Run) -> dict[str, Any]:
     """The root's metadata: the recordings of the task's item, or of its text (`core.recorded_metadata`)."""
     item_id = run.task.metadata.get("item_id")
     rows = (
@@ -289,7 +289,7 @@ def run_step(*, run_id: int) -> None:
         # notifications: a worker killed in between loses as little as possible.
         transaction.on_commit(lambda: _dispatch(dispatch))
         if run.status == RunStatus.PENDING:
-            core.start(state, timezone.now(), root_metadata=_recorded(run))
+            core.start(state, timezone.now(), root_metadata=root_metadata(run))
         _resend_lost(state, run.pk, dispatch)
         policy = _policy(run, state)
         if policy is not None:

@@ -27,6 +27,12 @@ def event_message(event: RunEvent) -> dict[str, Any]:
     }
 
 
+def events_notify(run_id: int, events: Sequence[RunEvent]) -> None:
+    """Send written events to the run's group once the transaction commits (see run_events_append)."""
+    messages = [event_message(event) for event in events]
+    transaction.on_commit(lambda: _notify(run_id, messages), robust=True)
+
+
 def _notify(run_id: int, messages: list[dict[str, Any]]) -> None:
     group = run_group(run_id)
     for message in messages:
@@ -60,9 +66,8 @@ def run_events_append(*, run_id: int, events: Sequence[tuple[str, dict[str, Any]
     rows = RunEvent.objects.bulk_create(
         RunEvent(run_id=run_id, seq=first + n, type=type, payload=payload) for n, (type, payload) in enumerate(events)
     )
-    messages = [event_message(event) for event in rows]
-    # robust: Postgres holds the events; a client that missed a notification replays it.
-    transaction.on_commit(lambda: _notify(run_id, messages), robust=True)
+    # robust (events_notify): Postgres holds the events; a client that missed a notification replays it.
+    events_notify(run_id, rows)
     return rows
 
 

@@ -12,7 +12,7 @@ from typing import Any
 from django.conf import settings
 
 from orchestrator.errors import CheckpointError
-from orchestrator.policies import make_policy
+from orchestrator.policies import Policy, make_policy
 from studio.errors import Invalid, ServerError
 from studio.models import Checkpoint, CheckpointKind
 from studio.selectors.pools import pool_calibration
@@ -76,12 +76,21 @@ def policy_config(
 
 def check_policy(name: str, config: dict[str, Any], checkpoint: Checkpoint | None = None) -> None:
     """Refuse, with a 422 naming the field, a policy that does not exist or will not load."""
+    policy_build(name, config, checkpoint)
+
+
+def policy_build(
+    name: str, config: dict[str, Any], checkpoint: Checkpoint | None = None, *, pool_id: int | None = None
+) -> Policy:
+    """The policy a run of `name` acts under (its config as `policy_config` completes it for
+    the pool `pool_id`); a 422 naming the field when it does not exist or will not load, a 500
+    when the studio's checkpoint file is at fault."""
     if "checkpoint" in config:
         raise Invalid("policy_config", "Name a checkpoint with checkpoint_id, not by its path.")
     if "reward_model" in config:
         raise Invalid("policy_config", "best_of uses the default reward model; promote a checkpoint to change it.")
     try:
-        make_policy(name, policy_config(config, checkpoint))
+        return make_policy(name, policy_config(config, checkpoint, pool_id=pool_id))
     except CheckpointError as exc:
         # The file the studio keeps is at fault, not the request.
         log.error("policy checkpoint %s does not load: %s", checkpoint.name if checkpoint else "?", exc)

@@ -9,7 +9,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from orchestrator.policies import COST_PRESETS
-from studio import queues
+from studio import queues, tracing
 from studio.errors import Conflict, Invalid, NotFound
 from studio.models import (
     RUN_ENDED,
@@ -104,6 +104,8 @@ def run_cancel(*, user: User, run_id: int) -> Run:
         type="run.finished",
         payload={"status": "cancelled", "reason": reason, "cancelled_attempts": cancelled},
     )
+    if tracing.enabled():
+        transaction.on_commit(lambda: tracing.trace_run(run.pk))
     return run
 
 

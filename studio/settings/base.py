@@ -32,7 +32,7 @@ INSTALLED_APPS = [
     "django.contrib.contenttypes",
     "django.contrib.sessions",
     "django.contrib.messages",
-    "whitenoise.runserver_nostatic",
+    "servestatic.runserver_nostatic",
     "django.contrib.staticfiles",
     "channels",
     "ninja",
@@ -41,7 +41,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
-    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "servestatic.middleware.ServeStaticMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -95,7 +95,7 @@ OUTCOMES_DIR = BASE_DIR / "data" / "outcomes"
 STATICFILES_DIRS = [FRONTEND_DIST] if FRONTEND_DIST.is_dir() else []
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
-    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+    "staticfiles": {"BACKEND": "servestatic.storage.CompressedStaticFilesStorage"},
 }
 
 # Bodies bigger than this are refused with 413 before any view reads them.
@@ -237,6 +237,13 @@ ORCHESTRA_ATTEMPT_THREADS = env_int("ORCHESTRA_ATTEMPT_THREADS", 16)
 # The OpenAI-compatible endpoint: the pool a request without `pool` runs on, and how long it waits.
 ORCHESTRA_DEFAULT_POOL: str = env_str("ORCHESTRA_DEFAULT_POOL", "replay-demo") or "replay-demo"
 ORCHESTRA_OPENAI_WAIT_S = env_int("ORCHESTRA_OPENAI_WAIT_S", 300)
+# /v1's fast path (studio/services/fast_path.py): a request the policy delegates to one pair is
+# called in the server's process, on up to ORCHESTRA_FAST_THREADS threads at once, and recorded
+# after the answer; off: every request takes the full machinery (Celery steps and workers).
+ORCHESTRA_FAST_PATH = env_bool("ORCHESTRA_FAST_PATH", True)
+ORCHESTRA_FAST_THREADS = env_int("ORCHESTRA_FAST_THREADS", 64)
+# The function that calls a pair there, named as studio/ names the workers' tasks: by name.
+ORCHESTRA_ATTEMPT_EXECUTOR = "workers.execution.execute_here"
 # GET /metrics (studio/metrics.py): allowed from these addresses (comma-separated, CIDR or
 # single), or from anywhere with `Authorization: Bearer $ORCHESTRA_METRICS_TOKEN`.
 ORCHESTRA_METRICS_ALLOW = metrics_networks(env_str("ORCHESTRA_METRICS_ALLOW", "127.0.0.1,::1") or "")

@@ -20,5 +20,5 @@ if REDIS_URL is None and "REDIS_URL" in _embedded:
     apply_redis(globals(), _embedded["REDIS_URL"])
 
 # Serve static files straight from the apps, without collectstatic.
-WHITENOISE_USE_FINDERS = True
+SERVESTATIC_USE_FINDERS = True
 STATIC_ROOT = None

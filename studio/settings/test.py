@@ -29,7 +29,7 @@ CELERY_TASK_TIME_LIMIT = 60
 CELERY_TASK_SOFT_TIME_LIMIT = 50
 
 # Serve static files straight from the apps, without collectstatic.
-WHITENOISE_USE_FINDERS = True
+SERVESTATIC_USE_FINDERS = True
 STATIC_ROOT = None
 
 # A fresh cache namespace per test session: run ids restart with each test database.

@@ -16,7 +16,8 @@ examples per operation and group (bench/fuzz_api.py runs more).
 
 Nothing runs a Celery worker: the tasks a request enqueues are sent on commit, and a test
 transaction never commits. /v1/chat/completions waits for its run to end; here a stand-in
-for the worker ends the run at once (`finish_at_once`), so an accepted request answers 200.
+for the worker ends the run at once, and one for the executor answers a fast-path call at once
+(`finish_at_once`), so an accepted request answers 200.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ from schemathesis.config import SchemathesisConfig
 from schemathesis.core.result import Err
 from schemathesis.schemas import APIOperation
 
+from orchestrator.envelope import Envelope
 from studio import openai_compat, openai_schemas
 from studio.api import api
 from studio.models import (
@@ -219,9 +221,16 @@ def quiet_request_log() -> Iterator[None]:
     logger.disabled = False
 
 
+def answer_42(work: Any) -> Envelope:
+    """A stand-in for the worker's executor on /v1's fast path: every call answers 42."""
+    return Envelope(status="ok", output="42", answer="42")
+
+
 @pytest.fixture
-def finish_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A stand-in for the worker: the run /v1/ waits for succeeds as soon as it is waited on."""
+def finish_at_once(monkeypatch: pytest.MonkeyPatch, settings: Any) -> None:
+    """A stand-in for the worker: the run /v1/ waits for succeeds as soon as it is waited on,
+    and a call on the fast path answers at once."""
+    settings.ORCHESTRA_ATTEMPT_EXECUTOR = f"{__name__}.answer_42"
 
     async def run_wait(run_id: int, limit_s: float) -> Run | None:
         now = timezone.now()

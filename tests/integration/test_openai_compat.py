@@ -21,7 +21,7 @@ from studio.services.pools import endpoint_create
 from studio.services.tokens import token_create
 from tests.factories import PoolFactory, UserFactory
 from tests.support.asgi import asgi_server as live_asgi_server
-from tests.support.runs import wait_for_run
+from tests.support.runs import recorded_runs, wait_for_run
 from tests.support.scripted_openai import Reply, ScriptedOpenAI, last_user
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
@@ -91,7 +91,7 @@ def test_the_openai_client_gets_the_runs_answer(
         )
         completion = raw.parse()
 
-    run = Run.objects.select_related("task").get(pk=int(raw.headers["x-orchestra-run-id"]))
+    run = wait_for_run(int(raw.headers["x-orchestra-run-id"]))
     assert run.status == "succeeded" and run.final_answer == "42"
     assert completion.object == "chat.completion" and completion.model == "orchestra"
     assert completion.choices[0].message.role == "assistant"
@@ -126,8 +126,9 @@ def test_the_openai_client_streams_the_answer(
             extra_body={"pool": pool.pk},
         )
         first = next(iter(stream))
-        # The role arrives at once, before the run has ended.
-        assert Run.objects.get(task__owner=user_token[0]).status in {"pending", "running"}
+        # The role arrives at once, before the run has ended: on the fast path the call is
+        # still going, and the run is written only after its answer.
+        assert not Run.objects.filter(task__owner=user_token[0], status="succeeded").exists()
         chunks = [first, *stream]
 
     assert all(chunk.object == "chat.completion.chunk" for chunk in chunks)
@@ -139,7 +140,7 @@ def test_the_openai_client_streams_the_answer(
     assert [choice.finish_reason for choice in with_choices][-1] == "stop"
     assert chunks[-1].choices == [] and chunks[-1].usage is not None
     assert chunks[-1].usage.total_tokens == 60
-    run = Run.objects.select_related("task").get(task__owner=user_token[0])
+    (run,) = recorded_runs(task__owner=user_token[0])
     assert run.status == "succeeded" and run.task.text == QUESTION
 
 
@@ -155,7 +156,7 @@ def test_a_streamed_run_that_fails_raises_in_the_client(
         )  # fmt: skip
         with pytest.raises(openai.APIError) as raised:
             list(stream)
-    run = Run.objects.get(task__owner=user_token[0])
+    (run,) = recorded_runs(task__owner=user_token[0])
     assert run.status == "failed"
     assert isinstance(raised.value.body, dict)
     assert raised.value.body["type"] == "orchestra_run_failed" and raised.value.body["run_id"] == run.pk
@@ -171,7 +172,9 @@ def test_the_openai_client_does_not_retry_a_failed_run(
             client.chat.completions.create(
                 model="orchestra", messages=[{"role": "user", "content": QUESTION}], extra_body={"pool": pool.pk}
             )
-    run = Run.objects.get()  # one run: a retry would have started another
+    (run,) = recorded_runs()  # one run: a retry would have started another
+    time.sleep(0.3)  # a retry's run, written after its answer, would be there by now
+    assert Run.objects.count() == 1
     assert raised.value.status_code == 502
     assert raised.value.response.headers["x-orchestra-run-id"] == str(run.pk)
 
@@ -294,7 +297,7 @@ def test_a_success_names_the_run_and_uses_the_default_pool(
         settings.ORCHESTRA_DEFAULT_POOL = "house-pool"
         response = post_chat(user_token[1], chat_body())
         assert response.status_code == 200, response.json_body
-        run = Run.objects.get(pk=int(response["x-orchestra-run-id"]))
+        run = wait_for_run(int(response["x-orchestra-run-id"]))
         assert run.pool_id == named.pk
         assert response.json_body["choices"][0]["message"]["content"] == "42"
         assert response.json_body["orchestra"]["run_id"] == run.pk
@@ -303,14 +306,14 @@ def test_a_success_names_the_run_and_uses_the_default_pool(
         settings.ORCHESTRA_DEFAULT_POOL = "no-such-pool"
         response = post_chat(user_token[1], chat_body())
         assert response.status_code == 200, response.json_body
-        assert Run.objects.get(pk=int(response["x-orchestra-run-id"])).pool_id == first.pk
+        assert wait_for_run(int(response["x-orchestra-run-id"])).pool_id == first.pk
 
 
 def test_a_failed_run_is_502_with_its_reason_and_id(celery_worker: object, user_token: tuple[User, str]) -> None:
     with ScriptedOpenAI(lambda body: Reply(status=401, content="bad key")) as server:
         pool = scripted_pool(server)
         response = post_chat(user_token[1], chat_body(pool=pool.name))
-    run = Run.objects.get()
+    (run,) = recorded_runs()
     assert run.status == "failed" and run.end_reason
     assert response.status_code == 502
     assert response["x-orchestra-run-id"] == str(run.pk)

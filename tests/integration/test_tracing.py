@@ -2,7 +2,7 @@
 a run of the scripted OpenAI-compatible server through a real Celery worker is exported over
 OTLP once it ends, and read back from Phoenix's REST API: the run → node → model call tree,
 and the call's GenAI attributes (model, tokens) and cost. Without an OTLP endpoint nothing is
-built."""
+built. A run ended by a cancel, and one answered on /v1's fast path, are traced as well."""
 
 from __future__ import annotations
 
@@ -15,13 +15,16 @@ from typing import Any
 
 import httpx
 import pytest
+from openai import OpenAI
 
 from studio import tracing
 from studio.models import Attempt
-from studio.services.runs import run_create
+from studio.services.runs import run_cancel, run_create
 from studio.services.tasks import task_create
+from studio.services.tokens import token_create
 from tests.factories import UserFactory
 from tests.integration.test_openai_compat import scripted_pool
+from tests.support.asgi import asgi_server as live_asgi_server
 from tests.support.runs import wait_for_run
 from tests.support.scripted_openai import Reply, ScriptedOpenAI
 
@@ -100,10 +103,7 @@ def test_a_runs_trace_reaches_phoenix_as_a_tree_with_tokens_and_cost(
         run = wait_for_run(run_create(owner=user, task_id=task.pk, pool_id=pool.pk, preset="cheap").pk, 60)
     assert run.status == "succeeded"
     attempt = Attempt.objects.get(node__run=run)
-    deadline = time.monotonic() + 10  # the worker thread exports after its commit; then send what waits
-    while not tracing.flush() and time.monotonic() < deadline:
-        time.sleep(0.1)
-
+    flushed()
     spans = spans_of(phoenix, run.pk, want=3)
     by_name = {span["name"]: span for span in spans}
     root, node, call = by_name[f"run {run.pk}"], by_name["node root"], by_name["chat openai/scripted"]
@@ -118,6 +118,43 @@ def test_a_runs_trace_reaches_phoenix_as_a_tree_with_tokens_and_cost(
     assert root["attributes"]["orchestra.run.status"] == "succeeded"
     assert root["attributes"]["orchestra.cost_usd"] == pytest.approx(float(run.cost_usd))
     assert root["start_time"] <= call["start_time"] <= call["end_time"] <= root["end_time"]
+
+
+def flushed() -> None:
+    deadline = time.monotonic() + 10  # a worker thread exports after its commit; then send what waits
+    while not tracing.flush() and time.monotonic() < deadline:
+        time.sleep(0.1)
+
+
+def test_a_cancelled_run_and_a_fast_path_run_are_traced_too(
+    phoenix: str, celery_worker: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", phoenix)
+    user = UserFactory()
+
+    def script(body: dict[str, Any]) -> Reply:
+        return Reply(content="42", delay_s=3.0 if "slow" in str(body["messages"]) else 0.0)
+
+    with ScriptedOpenAI(script) as server:
+        pool = scripted_pool(server)
+        task = task_create(owner=user, text="slow")
+        run = run_create(owner=user, task_id=task.pk, pool_id=pool.pk)
+        deadline = time.monotonic() + 20
+        while not Attempt.objects.filter(node__run=run, status="running").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        run_cancel(user=user, run_id=run.pk)
+        with live_asgi_server() as url:
+            token = token_create(user=user, name="trace")[1]
+            client = OpenAI(base_url=f"{url}/v1", api_key=token, max_retries=0, timeout=30)
+            raw = client.chat.completions.with_raw_response.create(
+                model="orchestra", messages=[{"role": "user", "content": "quick"}], extra_body={"pool": pool.pk}
+            )
+        fast = wait_for_run(int(raw.headers["x-orchestra-run-id"]))
+    flushed()
+    (cancelled,) = [s for s in spans_of(phoenix, run.pk, want=1) if s["name"] == f"run {run.pk}"]
+    assert cancelled["attributes"]["orchestra.run.status"] == "cancelled"
+    names = {span["name"] for span in spans_of(phoenix, fast.pk, want=3)}
+    assert names == {f"run {fast.pk}", "node root", "chat openai/scripted"}
 
 
 def test_without_an_endpoint_nothing_is_built(monkeypatch: pytest.MonkeyPatch) -> None:

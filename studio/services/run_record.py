@@ -1,0 +1,79 @@
+"""Writing a run that was decided and called outside its rows (/v1's fast path,
+`studio.services.fast_path`): its task, run, nodes, attempts and events, all or none.
+
+Idempotent: a run already written is left as it is, so a record delivered twice (acks_late,
+a worker that died after COMMIT) writes nothing the second time. Once written the run is like
+any other: its events go to the run's group, a checker verifies its answer, its trace is
+exported, and the attempts it still has queued (a run handed over) go to the workers.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from django.conf import settings
+from django.core.serializers.json import DjangoJSONEncoder
+from django.db import IntegrityError, models, transaction
+
+from studio import queues, tracing
+from studio.event_schemas import check_events
+from studio.models import RUN_ENDED, Attempt, Node, Run, RunEvent, Task
+from studio.services.events import events_notify
+
+log = logging.getLogger(__name__)
+
+
+MODELS: dict[str, type[models.Model]] = {"task": Task, "run": Run, "node": Node, "attempt": Attempt, "event": RunEvent}
+LABELS = {model: label for label, model in MODELS.items()}
+
+
+def payload_dump(rows: Sequence[models.Model], *, dispatch: Sequence[int] = (), verify: bool = False) -> str:
+    """A run's rows (task, run, nodes, attempts, events, in that order) as one JSON text, every
+    column as it is; with the attempts still to send and whether a checker is due."""
+    found = [
+        [LABELS[type(row)], {field.attname: field.value_from_object(row) for field in row._meta.concrete_fields}]
+        for row in rows
+    ]
+    return json.dumps({"rows": found, "dispatch": list(dispatch), "verify": verify}, cls=DjangoJSONEncoder)
+
+
+def _load(label: str, values: dict[str, Any]) -> models.Model:
+    model = MODELS[label]
+    fields = {field.attname: field for field in model._meta.concrete_fields}
+    return model(**{name: fields[name].to_python(value) for name, value in values.items()})
+
+
+@transaction.atomic
+def run_record(*, payload: str) -> bool:
+    """Write the run `payload` holds (`payload_dump`); False when it was written before."""
+    found = json.loads(payload)
+    objects = [_load(label, values) for label, values in found["rows"]]
+    run = next(row for row in objects if isinstance(row, Run))
+    if Run.objects.filter(pk=run.pk).exists():
+        log.info("run %s is already recorded", run.pk)
+        return False
+    events = [row for row in objects if isinstance(row, RunEvent)]
+    if settings.ORCHESTRA_CHECK_EVENTS:
+        check_events([(event.type, event.payload) for event in events])
+    try:
+        with transaction.atomic():
+            for row in objects:
+                # raw: the rows as they were, created_at included (auto_now_add would say "now")
+                row.save_base(raw=True, force_insert=True)
+    except IntegrityError as exc:
+        # Its owner, pool or endpoint was deleted between the answer and now: the run would
+        # have gone with them (they cascade), so there is nothing left to write it under.
+        log.error("run %s cannot be recorded: %s", run.pk, exc)
+        return False
+    events_notify(run.pk, events)
+    dispatch: list[int] = found.get("dispatch") or []
+    if dispatch:
+        transaction.on_commit(lambda: queues.send(queues.EXECUTE_ATTEMPTS, dispatch))
+    if found.get("verify"):
+        transaction.on_commit(lambda: queues.send(queues.VERIFY_RUN, run.pk))
+    if run.status in RUN_ENDED and tracing.enabled():
+        transaction.on_commit(lambda: tracing.trace_run(run.pk))
+    return True

@@ -1,0 +1,174 @@
+"""/v1's fast path (studio/services/fast_path.py) against the full machinery, on a live
+server, a real Celery worker and the scripted OpenAI-compatible upstream:
+
+- the same request gives the same rows (run, node, attempt, events) both ways;
+- the answer comes before the run is written, and a worker that starts only later still
+  writes it (the record waits in the broker);
+- a run that goes on after its call (a repair on another pair) is handed over to the
+  engine, and the request waits for it on the run's channel group;
+- a run of the full machinery is waited for on its channel group, not by polling.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from decimal import Decimal
+from typing import Any
+
+import pytest
+from openai import OpenAI
+
+from studio.models import Admissibility, Attempt, ModelPool, Node, Primitive, Run, RunEvent, User
+from studio.services.pools import endpoint_create
+from studio.services.tokens import token_create
+from tests.factories import PoolFactory, UserFactory
+from tests.support.asgi import asgi_server as live_asgi_server
+from tests.support.runs import wait_for_run
+from tests.support.scripted_openai import Reply, ScriptedOpenAI
+from tests.support.worker import running_worker
+
+pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
+
+QUESTION = "What is 6*7?"
+VOLATILE = {"attempt", "latency_s", "cost_usd"}  # ids and clocks differ between two runs
+
+
+@pytest.fixture
+def asgi_server() -> Iterator[str]:
+    with live_asgi_server() as url:
+        yield url
+
+
+@pytest.fixture
+def user_token(db: None) -> tuple[User, str]:
+    user = UserFactory()
+    return user, token_create(user=user, name="fast")[1]
+
+
+def pool_of(server: ScriptedOpenAI, *models: tuple[str, float]) -> ModelPool:
+    """A pool of the scripted upstream: one endpoint per (model, price), `direct` admissible."""
+    pool = PoolFactory()
+    direct = Primitive.objects.get_or_create(name="direct")[0]
+    for model, price in models:
+        endpoint = endpoint_create(
+            pool_id=pool.pk, name=model, model=f"openai/{model}", api_base=server.base_url, api_key="sk-test",
+            input_cost_per_mtok=price, output_cost_per_mtok=price,
+        )  # fmt: skip
+        Admissibility.objects.create(endpoint=endpoint, primitive=direct)
+    return pool
+
+
+def ask(base_url: str, token: str, pool: ModelPool, **extra: Any) -> Any:
+    client = OpenAI(base_url=f"{base_url}/v1", api_key=token, max_retries=0, timeout=30)
+    return client.chat.completions.with_raw_response.create(
+        model="orchestra/default", messages=[{"role": "user", "content": QUESTION}],
+        extra_body={"pool": pool.pk, **extra},
+    )  # fmt: skip
+
+
+def shape(run: Run) -> dict[str, Any]:
+    """What a run decided and recorded, without ids, clocks and per-row prices."""
+
+    def plain(payload: dict[str, Any]) -> dict[str, Any]:
+        return {key: value for key, value in payload.items() if key not in VOLATILE | {"task"}}
+
+    nodes = Node.objects.filter(run=run).order_by("pk")
+    attempts = Attempt.objects.filter(node__run=run).order_by("pk")
+    return {
+        "run": (run.status, run.final_answer, run.end_reason, run.verification, run.tokens_in, run.tokens_out,
+                run.policy, run.last_seq),
+        "nodes": [(n.key, n.kind, n.status, n.answer, n.output, n.verification, n.metadata, n.primitive_id,
+                   n.tokens_in, n.tokens_out) for n in nodes],
+        "attempts": [(a.number, a.primitive_id, a.status, a.request, a.tokens_in, a.tokens_out, a.error_kind,
+                      {k: v for k, v in a.envelope.items() if k not in VOLATILE}) for a in attempts],
+        "events": [(e.seq, e.type, plain(e.payload)) for e in RunEvent.objects.filter(run=run).order_by("seq")],
+    }  # fmt: skip
+
+
+def test_the_fast_path_records_what_the_full_machinery_records(
+    asgi_server: str, celery_worker: object, user_token: tuple[User, str], settings: Any
+) -> None:
+    with ScriptedOpenAI(lambda body: Reply(content="42", prompt_tokens=12, completion_tokens=3)) as server:
+        pool = pool_of(server, ("cheap", 1.0), ("dear", 9.0))
+        runs = {}
+        for on in (True, False):
+            settings.ORCHESTRA_FAST_PATH = on
+            raw = ask(asgi_server, user_token[1], pool)
+            assert raw.parse().choices[0].message.content == "42"
+            runs[on] = wait_for_run(int(raw.headers["x-orchestra-run-id"]))
+    fast, full = shape(runs[True]), shape(runs[False])
+    assert fast == full
+    assert fast["run"][0] == "succeeded" and len(fast["attempts"]) == 1
+    assert [e[1] for e in fast["events"]][:3] == ["run.created", "run.started", "node.created"]
+    # The same pair was called, at the same price; the fast run's clocks are its own.
+    assert {r.cost_usd for r in runs.values()} == {Decimal("0.00001500")}  # 15 tokens at $1 a million
+    fast_run = runs[True]
+    assert fast_run.started_at is not None and fast_run.finished_at is not None
+    assert fast_run.created_at <= fast_run.started_at <= fast_run.finished_at
+    events = RunEvent.objects.filter(run=runs[True]).order_by("seq")
+    assert [e.created_at for e in events] == sorted(e.created_at for e in events)
+
+
+def test_the_answer_comes_first_and_a_worker_started_later_writes_the_run(
+    asgi_server: str, user_token: tuple[User, str]
+) -> None:
+    with ScriptedOpenAI(lambda body: Reply(content="42")) as server:
+        pool = pool_of(server, ("only", 1.0))
+        raw = ask(asgi_server, user_token[1], pool)  # no worker is running
+        assert raw.parse().choices[0].message.content == "42"
+        run_id = int(raw.headers["x-orchestra-run-id"])
+        time.sleep(0.5)
+        assert not Run.objects.filter(pk=run_id).exists()  # the record waits in the broker
+        with running_worker(concurrency=2):
+            run = wait_for_run(run_id, timeout=20)
+    assert (run.status, run.final_answer, run.pool_id) == ("succeeded", "42", pool.pk)
+    assert Attempt.objects.get(node__run=run).status == "ok"
+
+
+def test_a_run_that_goes_on_after_its_call_is_handed_over_and_waited_for(
+    asgi_server: str, celery_worker: object, user_token: tuple[User, str]
+) -> None:
+    def script(body: dict[str, Any]) -> Reply:
+        if body["model"] == "broken":
+            return Reply(status=401, content="bad key")
+        return Reply(content="42")
+
+    with ScriptedOpenAI(script) as server:
+        pool = pool_of(server, ("broken", 1.0), ("sound", 9.0))
+        raw = ask(asgi_server, user_token[1], pool)
+        assert raw.parse().choices[0].message.content == "42"
+        models = [request["model"] for request in server.requests]
+    run = wait_for_run(int(raw.headers["x-orchestra-run-id"]))
+    attempts = list(Attempt.objects.filter(node__run=run).order_by("number").select_related("endpoint"))
+    # The cheap pair's call failed on the fast path; the repair on the other ran on a worker.
+    assert [(a.endpoint.name, a.status) for a in attempts] == [("broken", "error"), ("sound", "ok")]
+    assert run.status == "succeeded" and run.final_answer == "42"
+    assert models == ["broken", "sound"]
+    types = list(RunEvent.objects.filter(run=run).order_by("seq").values_list("type", flat=True))
+    assert types.count("attempt.queued") == 2 and types[-1] == "run.finished"
+
+
+def test_a_run_of_the_full_machinery_is_waited_for_on_its_group_not_by_polling(
+    asgi_server: str, celery_worker: object, user_token: tuple[User, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from studio.selectors import chat as chat_selectors
+
+    reads: list[float] = []
+    read = chat_selectors.run_if_ended
+
+    def counted(run_id: int) -> Run | None:
+        reads.append(time.monotonic())
+        return read(run_id)
+
+    monkeypatch.setattr("studio.services.chat.run_if_ended", counted)
+    with ScriptedOpenAI(lambda body: Reply(content="42", delay_s=1.0)) as server:
+        pool = pool_of(server, ("slow", 1.0))
+        started = time.monotonic()
+        raw = ask(asgi_server, user_token[1], pool, best_of=1, deadline_s=60)  # a deadline: the full machinery
+        took = time.monotonic() - started
+    assert raw.parse().choices[0].message.content == "42"
+    assert took >= 1.0
+    # Read once on joining the group and once when it said the run finished: a 50 ms poll
+    # would have read it about 20 times.
+    assert len(reads) <= 3, reads
