@@ -7,6 +7,6 @@ class StudioConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from studio.selectors.pool_view import connect_signals
+        from studio.selectors.setup_cache import connect_signals
 
         connect_signals()

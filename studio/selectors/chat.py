@@ -13,7 +13,7 @@ from orchestrator.policies import policy_names
 from studio.db import connection_release
 from studio.models import RUN_ENDED, ModelPool, Run
 from studio.openai_errors import OpenAIError
-from studio.selectors.pool_view import pool_view
+from studio.selectors.setup_cache import pool_view
 
 MODEL = "orchestra"
 STARTED = int(time.time())

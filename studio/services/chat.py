@@ -30,7 +30,7 @@ from studio.openai_errors import (
 )
 from studio.openai_schemas import ChatIn, MessageIn, chat_parse
 from studio.selectors.chat import default_pool_name, passthrough_pairs, policy_of, pool_resolve, run_if_ended
-from studio.selectors.pool_view import cached, one_generation
+from studio.selectors.setup_cache import cached, one_generation
 from studio.services import fast_path
 from studio.services.events import run_group
 from studio.services.fast_path import FastRun
@@ -192,7 +192,7 @@ def _fast_fits(chat: ChatIn) -> bool:
 def _prepare(request: HttpRequest) -> Started:
     """On a fast-path thread, the request's first work in one hop: its token, its body, its pool,
     then its run decided in memory if it fits the fast path. The set-up is read as of one
-    generation (`pool_view.one_generation`)."""
+    generation (`setup_cache.one_generation`)."""
     user = bearer_user(request.headers.get("Authorization", ""))
     chat = chat_parse(request)
     policy = policy_of(chat.model)
@@ -235,7 +235,6 @@ async def fast_ended(fast: FastRun, limit_s: float) -> Run | None:
         raise run_timed_out(fast.run.pk, limit_s)
     try:
         await call
-        await sync_to_async(fast_path.fast_recorded)(fast)
     except DATABASE_ERRORS as exc:
         raise database_unavailable(exc, fast.run.pk) from None
     return fast.run if fast.ended else None

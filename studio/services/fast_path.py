@@ -44,7 +44,7 @@ from studio import queues
 from studio.db import connection_release
 from studio.errors import Invalid
 from studio.models import Attempt, Node, Run, RunEvent, Task, User
-from studio.selectors.pool_view import PoolView, cached, pool_view
+from studio.selectors.setup_cache import PoolView, cached, pool_view
 from studio.services.attempts import AttemptWork, endpoint_work, envelope_redact, finished_event
 from studio.services.engine import root_metadata, run_spec
 from studio.services.policies import default_policy, policy_build, run_checkpoint
@@ -74,7 +74,7 @@ class FastRun:
     batches: list[list[tuple[str, dict[str, Any]]]] = field(default_factory=list)
     verify: bool = False  # the answer waits for a checker that a worker runs
     called: bool = False  # the call has ended and its answer is folded in
-    abandoned: bool = False  # the request stopped waiting before that: the call's thread records the run
+    abandoned: bool = False  # the request stopped waiting before that
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @property
@@ -200,24 +200,28 @@ def fast_call(fast: FastRun) -> Envelope:
 
 
 def fast_called(fast: FastRun) -> None:
-    """Make the call and fold its answer in (on a fast-path thread); then the request records
-    the run (`fast_recorded`), or, if it stopped waiting (`fast_abandon`), this thread does."""
+    """Make the call, fold its answer in and record the run (on a fast-path thread, so the
+    request's answer waits for no other thread): sent to a worker, or, when the run goes on
+    or the broker cannot take it, written here. A failure to record is the request's error,
+    unless the request has stopped waiting (`fast_abandon`): then it is logged."""
     fast_finish(fast, fast_call(fast))
+    try:
+        fast_recorded(fast)
+    except Exception:
+        with fast.lock:
+            fast.called = True
+            if not fast.abandoned:
+                raise
+        log.exception("run %s could not be recorded after its request stopped waiting", fast.run.pk)
+    finally:
+        connection_release()
     with fast.lock:
         fast.called = True
-        abandoned = fast.abandoned
-    if abandoned:
-        try:
-            fast_recorded(fast)
-        except Exception:
-            log.exception("run %s could not be recorded after its request stopped waiting", fast.run.pk)
-        finally:
-            connection_release()
 
 
 def fast_abandon(fast: FastRun) -> bool:
-    """The request stops waiting for the call: True if the call is still going (its thread will
-    record the run), False if it has just ended (the request records it, as usual)."""
+    """The request stops waiting for the call: True if the call is still going, False if it has
+    just ended (the request answers as usual)."""
     with fast.lock:
         fast.abandoned = not fast.called
         return fast.abandoned

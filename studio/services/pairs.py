@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from orchestrator.protocol import Pair
 from studio.models import Run
-from studio.selectors.pool_view import admissible_rows, pair_of
+from studio.selectors.setup_cache import admissible_rows, pair_of
 
 
 def admissible_pairs(run: Run) -> tuple[Pair, ...]:

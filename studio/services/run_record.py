@@ -17,6 +17,7 @@ from typing import Any
 from django.conf import settings
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import IntegrityError, models, transaction
+from psycopg.errors import ForeignKeyViolation
 
 from studio import queues, tracing
 from studio.event_schemas import check_events
@@ -60,10 +61,20 @@ def run_record(*, payload: str) -> bool:
         check_events([(event.type, event.payload) for event in events])
     try:
         with transaction.atomic():
-            for row in objects:
-                # raw: the rows as they were, created_at included (auto_now_add would say "now")
-                row.save_base(raw=True, force_insert=True)
+            for model in MODELS.values():  # parents first
+                rows = [row for row in objects if type(row) is model]
+                if rows:
+                    # One INSERT of the rows as they were: raw, as a fixture's rows are saved, so
+                    # that created_at keeps its value (auto_now_add would say "now").
+                    fields = [
+                        field
+                        for field in model._meta.local_concrete_fields
+                        if not (field.primary_key and rows[0].pk is None)  # events: ids of the table's own
+                    ]
+                    model._base_manager._insert(rows, fields=fields, raw=True)  # type: ignore[attr-defined]
     except IntegrityError as exc:
+        if not isinstance(exc.__cause__, ForeignKeyViolation):
+            raise
         # Its owner, pool or endpoint was deleted between the answer and now: the run would
         # have gone with them (they cascade), so there is nothing left to write it under.
         log.error("run %s cannot be recorded: %s", run.pk, exc)

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+from dataclasses import dataclass
+from datetime import datetime
 
 from django.db import transaction
 from django.utils import timezone
 
 from studio.errors import NotFound
 from studio.models import ApiToken, User
+from studio.selectors.setup_cache import cached
 
 TOKEN_PREFIX = "orc_"  # noqa: S105 - a public marker, not a secret
 
@@ -38,19 +41,37 @@ def token_revoke(*, user: User, token_id: int) -> ApiToken:
     return token
 
 
-def token_user(*, raw: str) -> User | None:
-    """The active user a bearer token belongs to, or None for an unknown or revoked token."""
-    if not raw.startswith(TOKEN_PREFIX):
-        return None
+@dataclass
+class _Known:
+    token_id: int
+    user: User
+    last_used_at: datetime | None
+
+
+def _known(digest: str) -> _Known | None:
     token = (
         ApiToken.objects.select_related("user")
-        .filter(digest=token_digest(raw), revoked_at__isnull=True, user__is_active=True)
+        .filter(digest=digest, revoked_at__isnull=True, user__is_active=True)
         .first()
     )
-    if token is None:
+    return _Known(token.pk, token.user, token.last_used_at) if token is not None else None
+
+
+def token_user(*, raw: str) -> User | None:
+    """The active user a bearer token belongs to, or None for an unknown or revoked token.
+    Known tokens are cached until a token or a user changes (`setup_cache`: a revoke, a
+    deactivation); an unknown one is looked up every time."""
+    if not raw.startswith(TOKEN_PREFIX):
+        return None
+    known = cached(
+        ("token", token_digest(raw)), lambda: _known(token_digest(raw)), keep=lambda found: found is not None
+    )
+    if known is None:
         return None
     now = timezone.now()
-    # Record use at most once a minute, to keep a write off every request.
-    if token.last_used_at is None or (now - token.last_used_at).total_seconds() > 60:
-        ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
-    return token.user
+    # Record use at most once a minute, to keep a write off every request (an UPDATE: it
+    # changes no cached entry, and no other process needs to know).
+    if known.last_used_at is None or (now - known.last_used_at).total_seconds() > 60:
+        ApiToken.objects.filter(pk=known.token_id).update(last_used_at=now)
+        known.last_used_at = now
+    return known.user

@@ -157,7 +157,7 @@ def redis_settings(redis_url: str, broker_url: str | None = None) -> dict[str, A
         },
         "CACHES": {
             "default": {
-                "BACKEND": "django.core.cache.backends.redis.RedisCache",
+                "BACKEND": "studio.cache.RedisCache",
                 "LOCATION": redis_url,
                 "KEY_PREFIX": "orchestra",
             }

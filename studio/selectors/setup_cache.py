@@ -1,10 +1,11 @@
-"""What /v1's fast path reads of the studio's set-up, cached in each process: a pool's
-admissible pairs with their rows, the pool a name stands for, the default policy.
+"""What a request reads of the studio's set-up, cached in each process: a pool's admissible
+pairs with their rows, the pool a name stands for, the default policy (/v1's fast path), and
+the user an API token stands for.
 
-Any change to a pool, an endpoint, a primitive, an admissibility or a checkpoint, in any
-process, bumps a generation number in the cache (Redis; signals on those models, and the
-services' bulk updates call `config_changed`), and each entry is kept for one generation
-only. So a request reads one cache key, not the rows, and never acts on a set-up older than
+Any change to a pool, an endpoint, a primitive, an admissibility, a checkpoint, an API token
+or a user, in any process, bumps a generation number in the cache (Redis; signals on those
+models: a bulk `.update()` of one of them must call `config_changed`), and each entry is kept
+for one generation only. So a request reads one cache key, not the rows, and never acts on a set-up older than
 the last change. With the cache away, nothing is cached: the rows are read every time.
 """
 
@@ -24,7 +25,7 @@ from django.db.models.signals import post_delete, post_save
 
 from orchestrator.protocol import Pair, PairRef
 from studio.crypto import decrypt_secret
-from studio.models import Admissibility, Checkpoint, ModelEndpoint, ModelPool, Primitive
+from studio.models import Admissibility, ApiToken, Checkpoint, ModelEndpoint, ModelPool, Primitive, User
 
 log = logging.getLogger(__name__)
 
@@ -87,7 +88,7 @@ def _bump() -> None:
 
 
 def connect_signals() -> None:
-    for model in (ModelPool, ModelEndpoint, Primitive, Admissibility, Checkpoint):
+    for model in (ModelPool, ModelEndpoint, Primitive, Admissibility, Checkpoint, ApiToken, User):
         post_save.connect(config_changed, sender=model, dispatch_uid=f"config-changed-save-{model.__name__}")
         post_delete.connect(config_changed, sender=model, dispatch_uid=f"config-changed-delete-{model.__name__}")
 
@@ -102,8 +103,8 @@ def one_generation() -> Iterator[None]:
         _current.reset(token)
 
 
-def cached(key: tuple[Any, ...], read: Callable[[], T]) -> T:
-    """`read()`, kept for the current generation."""
+def cached(key: tuple[Any, ...], read: Callable[[], T], *, keep: Callable[[T], bool] = lambda value: True) -> T:
+    """`read()`, kept for the current generation if `keep(value)`."""
     current = _current.get() if _current.get() is not _UNREAD else generation()
     if current is None:
         return read()
@@ -111,7 +112,8 @@ def cached(key: tuple[Any, ...], read: Callable[[], T]) -> T:
     if found is not None and found[0] == current:
         return found[1]
     value = read()
-    _entries[key] = (current, value)
+    if keep(value):
+        _entries[key] = (current, value)
     return value
 
 
