@@ -8,7 +8,6 @@ call does not hold back the others' results.
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
 from collections.abc import Sequence
@@ -22,6 +21,7 @@ from orchestrator.envelope import Envelope
 from studio import queues
 from studio.db import connection_release
 from studio.services.attempts import AttemptWork, attempts_finish, attempts_start
+from studio.threads import process_pool
 from workers import replay
 from workers.llm import EndpointConfig, LLMClient
 from workers.primitives import PrimitiveInput, run_primitive
@@ -31,7 +31,6 @@ log = logging.getLogger(__name__)
 
 _lock = threading.Lock()
 _store: DatabaseStore | None = None
-_pool: tuple[int, ThreadPoolExecutor] | None = None  # (pid, pool): a forked child makes its own
 
 INPUT_FIELDS = (
     "prompt", "item_id", "items", "benchmark", "context", "tests", "entry_point", "candidate", "tools", "feedback",
@@ -58,12 +57,7 @@ def replay_reset() -> None:
 
 
 def _threads() -> ThreadPoolExecutor:
-    global _pool
-    with _lock:
-        if _pool is None or _pool[0] != os.getpid():
-            workers = max(1, settings.ORCHESTRA_ATTEMPT_THREADS)
-            _pool = (os.getpid(), ThreadPoolExecutor(max_workers=workers, thread_name_prefix="attempt"))
-        return _pool[1]
+    return process_pool("attempt", settings.ORCHESTRA_ATTEMPT_THREADS)
 
 
 def _config(work: AttemptWork) -> EndpointConfig:

@@ -4,25 +4,26 @@ process that holds the request, and recorded after the answer.
 The decisions are the engine's: `orchestrator.core` starts the run and steps it with the
 run's policy and pool, as `studio.services.engine.run_step` does, on the run's state in
 memory instead of its rows. When the first step sends exactly one attempt, on the root, that
-attempt is called here, through the workers' own executor (named by
-ORCHESTRA_ATTEMPT_EXECUTOR: `studio/` calls it by name, as it sends tasks by name), its
-envelope is folded in as `attempts_finish` folds it, and a second step ends the run.
+attempt is called here, on one of ORCHESTRA_FAST_THREADS threads, through the workers' own
+executor (named by ORCHESTRA_ATTEMPT_EXECUTOR: `studio/` calls it by name, as it sends tasks
+by name); its envelope is folded in as `attempts_finish` folds it, and a second step ends the
+run.
 
 - Ids come from the tables' sequences before the call (one query), so the answer names its run.
-- The whole run (task, run, node, attempt, events) is serialized and sent to queue
-  `orchestrator` before the answer goes out; a worker writes it (`run_record`). Nothing is
-  lost if this process dies after answering: the message is in the broker, acknowledged only
-  once written. If the broker cannot take it, it is written here before the answer.
+- The whole run (task, run, node, attempt, events) goes to queue `orchestrator` as one message
+  (`run_record.payload_dump`), sent from the call's thread before the answer goes out; a worker
+  writes it (`run_record`). Nothing is lost if this process dies after answering: the message
+  is in the broker, acknowledged only once written. If the broker cannot take it, it is
+  written here before the answer.
 - What a fast run cannot do goes to the full machinery: a request that is decomposable, has a
   deadline or best_of > 1, a first step that plans or sends several attempts, and a run that
-  goes on after its call (a retry after a failure) — that run is written here, its queued
+  goes on after its call (a repair after a failure): that run is written here, its queued
   attempts are sent to the workers, and the request waits for it as for any run.
 """
 
 from __future__ import annotations
 
 import logging
-import os
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -51,11 +52,10 @@ from studio.services.policies import default_policy, policy_build, run_checkpoin
 from studio.services.run_record import payload_dump, run_record
 from studio.services.runs import PRESETS
 from studio.services.tasks import check_task_text
+from studio.threads import process_pool
 
 log = logging.getLogger(__name__)
 
-_lock = threading.Lock()
-_pool: tuple[int, ThreadPoolExecutor] | None = None
 _executor: tuple[str, Callable[[AttemptWork], Envelope]] | None = None
 
 
@@ -91,12 +91,7 @@ def threads() -> ThreadPoolExecutor:
     database work around a call runs where Django runs a request's sync code (sync_to_async,
     thread-sensitive: a thread of the request's own), so that it sees what the request's
     connection sees."""
-    global _pool
-    with _lock:
-        if _pool is None or _pool[0] != os.getpid():
-            size = max(1, settings.ORCHESTRA_FAST_THREADS)
-            _pool = (os.getpid(), ThreadPoolExecutor(max_workers=size, thread_name_prefix="fast-path"))
-        return _pool[1]
+    return process_pool("fast-path", settings.ORCHESTRA_FAST_THREADS)
 
 
 def _execute(work: AttemptWork) -> Envelope:

@@ -12,7 +12,6 @@ server, a real Celery worker and the scripted OpenAI-compatible upstream:
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from decimal import Decimal
 from typing import Any
 
@@ -21,9 +20,7 @@ from openai import OpenAI
 
 from studio.models import Admissibility, Attempt, ModelPool, Node, Primitive, Run, RunEvent, User
 from studio.services.pools import endpoint_create
-from studio.services.tokens import token_create
-from tests.factories import PoolFactory, UserFactory
-from tests.support.asgi import asgi_server as live_asgi_server
+from tests.factories import PoolFactory
 from tests.support.runs import wait_for_run
 from tests.support.scripted_openai import Reply, ScriptedOpenAI
 from tests.support.worker import running_worker
@@ -32,18 +29,6 @@ pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
 QUESTION = "What is 6*7?"
 VOLATILE = {"attempt", "latency_s", "cost_usd"}  # ids and clocks differ between two runs
-
-
-@pytest.fixture
-def asgi_server() -> Iterator[str]:
-    with live_asgi_server() as url:
-        yield url
-
-
-@pytest.fixture
-def user_token(db: None) -> tuple[User, str]:
-    user = UserFactory()
-    return user, token_create(user=user, name="fast")[1]
 
 
 def pool_of(server: ScriptedOpenAI, *models: tuple[str, float]) -> ModelPool:

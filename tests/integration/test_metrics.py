@@ -5,7 +5,6 @@ are read from the real broker. Who may read it: loopback, ORCHESTRA_METRICS_ALLO
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from decimal import Decimal
 
@@ -22,16 +21,9 @@ from studio.services.tokens import token_create
 from studio.settings.env import metrics_networks
 from tests.factories import UserFactory
 from tests.integration.test_openai_compat import scripted_pool
-from tests.support.asgi import asgi_server as live_asgi_server
 from tests.support.scripted_openai import Reply, ScriptedOpenAI
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
-
-
-@pytest.fixture
-def asgi_server() -> Iterator[str]:
-    with live_asgi_server() as url:
-        yield url
 
 
 def samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:

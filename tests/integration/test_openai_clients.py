@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import litellm
@@ -20,7 +19,6 @@ from studio.services.pools import endpoint_create
 from studio.services.tokens import token_create
 from tests.factories import PoolFactory, UserFactory
 from tests.integration.test_openai_compat import scripted_pool
-from tests.support.asgi import asgi_server as live_asgi_server
 from tests.support.scripted_openai import Reply, ScriptedOpenAI
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
@@ -39,12 +37,6 @@ HISTORY: Any = [
     {"role": "assistant", "content": "Paris"},
     {"role": "user", "content": "And of Italy?"},
 ]
-
-
-@pytest.fixture
-def asgi_server() -> Iterator[str]:
-    with live_asgi_server() as url:
-        yield url
 
 
 @pytest.fixture

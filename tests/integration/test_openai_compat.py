@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import openai
@@ -18,28 +17,13 @@ from openai import OpenAI
 from orchestrator.policies import policy_names
 from studio.models import Admissibility, ModelPool, Primitive, Run, Task, User
 from studio.services.pools import endpoint_create
-from studio.services.tokens import token_create
-from tests.factories import PoolFactory, UserFactory
-from tests.support.asgi import asgi_server as live_asgi_server
+from tests.factories import PoolFactory
 from tests.support.runs import recorded_runs, wait_for_run
 from tests.support.scripted_openai import Reply, ScriptedOpenAI, last_user
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
 QUESTION = "What is 6*7?"
-
-
-@pytest.fixture
-def asgi_server() -> Iterator[str]:
-    """studio.asgi on uvicorn in a thread; yields its base URL."""
-    with live_asgi_server() as url:
-        yield url
-
-
-@pytest.fixture
-def user_token(db: None) -> tuple[User, str]:
-    user = UserFactory()
-    return user, token_create(user=user, name="openai")[1]
 
 
 def scripted_pool(server: ScriptedOpenAI, name: str | None = None) -> ModelPool:
