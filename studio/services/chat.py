@@ -190,9 +190,9 @@ def _fast_fits(chat: ChatIn) -> bool:
 
 
 def _prepare(request: HttpRequest) -> Started:
-    """On a fast-path thread, the request's first work in one hop: its token, its body, its pool,
+    """The request's first work, in one hop to its sync thread: its token, its body, its pool,
     then its run decided in memory if it fits the fast path. The set-up is read as of one
-    generation (`setup_cache.one_generation`)."""
+    generation (`setup_cache.one_generation`); each step hands its connection back."""
     user = bearer_user(request.headers.get("Authorization", ""))
     chat = chat_parse(request)
     policy = policy_of(chat.model)
