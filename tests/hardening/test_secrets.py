@@ -343,6 +343,7 @@ def test_a_provider_key_appears_nowhere(
             chat = {"model": "orchestra", "pool": pool_id, "messages": [{"role": "user", "content": "fail-401: 1+1?"}]}
             v1 = admin_api.client.post("/v1/chat/completions", json.dumps(chat), content_type="application/json")
             assert v1.status_code == 502, v1.content
+            wait_for_run(int(v1["x-orchestra-run-id"]), timeout=60)  # written after the answer: its rows are read below
             leaks.add("/v1 responses", v1.content)
             leaks.add("/v1 responses", admin_api.client.get("/v1/models").content)
 

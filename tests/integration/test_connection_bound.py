@@ -205,6 +205,9 @@ def test_connections_stay_within_the_bound(stack: Callable[[], str]) -> None:
             statuses[raw.http_response.status_code] += 1
             run_id = int(raw.headers["x-orchestra-run-id"])
             with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=30) as api:
+                deadline = time.monotonic() + 20  # /v1's fast path writes the run just after its answer
+                while api.get(f"/api/runs/{run_id}").status_code == 404 and time.monotonic() < deadline:
+                    time.sleep(0.02)
                 for path in (f"/api/runs/{run_id}", f"/api/runs/{run_id}/tree", "/api/runs?limit=5"):
                     statuses[api.get(path).status_code] += 1
             return run_id

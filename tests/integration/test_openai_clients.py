@@ -19,6 +19,7 @@ from studio.services.pools import endpoint_create
 from studio.services.tokens import token_create
 from tests.factories import PoolFactory, UserFactory
 from tests.integration.test_openai_compat import scripted_pool
+from tests.support.runs import wait_for_run
 from tests.support.scripted_openai import Reply, ScriptedOpenAI
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
@@ -157,7 +158,7 @@ def test_a_response_format_goes_to_the_upstream_and_an_answer_that_breaks_it_fai
                 response_format=needs_number, extra_body={"pool": pool.name},
             )  # fmt: skip
     assert failed.value.status_code == 502
-    run = Run.objects.get(pk=int(failed.value.response.headers["x-orchestra-run-id"]))
+    run = wait_for_run(int(failed.value.response.headers["x-orchestra-run-id"]))  # written after the answer
     assert run.status == "failed"
     attempt = run.nodes.get(key="root").attempts.get()
     assert "breaks the response_format" in attempt.error_message
