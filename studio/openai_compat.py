@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import functools
 import json
+import time
 from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import Any
 
@@ -59,7 +60,7 @@ View = Callable[..., Coroutine[Any, Any, HttpResponseBase]]
 
 
 async def authenticate(request: HttpRequest) -> User:
-    return await sync_to_async(bearer_user, thread_sensitive=False)(request.headers.get("Authorization", ""))
+    return await sync_to_async(bearer_user)(request.headers.get("Authorization", ""))
 
 
 def openai_view(method: str, *, authenticates: bool = False) -> Callable[[View], View]:
@@ -128,9 +129,10 @@ async def chat_completions(request: HttpRequest, _: None) -> HttpResponseBase:
         response["Cache-Control"] = "no-cache"
         response["X-Accel-Buffering"] = "no"  # nginx: pass each event on at once
     else:
+        begun = time.monotonic()
         ended = await fast_ended(fast, limit_s) if fast is not None else None
-        if ended is None:
-            ended = await run_wait(run.pk, limit_s)
+        if ended is None:  # the full machinery's run, or a fast run handed over: the rest of the limit
+            ended = await run_wait(run.pk, limit_s - (time.monotonic() - begun))
         if ended is None:
             raise run_timed_out(run.pk, limit_s)
         if ended.status != RunStatus.SUCCEEDED:

@@ -48,13 +48,13 @@ class PairRows:
 class PoolView:
     pool_id: int
     pairs: tuple[Pair, ...]
-    callables: dict[tuple[int, str], PairRows]
+    by_pair: dict[tuple[int, str], PairRows]
 
     def primitive_id(self, name: str | None) -> int | None:
         """The id of a primitive of the pool's pairs, by name."""
         if name is None:
             return None
-        return next(found.row.primitive_id for (_, primitive), found in self.callables.items() if primitive == name)
+        return next(found.row.primitive_id for (_, primitive), found in self.by_pair.items() if primitive == name)
 
 
 def generation() -> int | None:
@@ -66,12 +66,12 @@ def generation() -> int | None:
             value = cache.get(GENERATION_KEY)
         return int(value) if value is not None else None
     except Exception:
-        log.warning("the cache is away: the fast path reads the set-up's rows", exc_info=True)
+        log.warning("the cache is away: the set-up's rows are read every time", exc_info=True)
         return None
 
 
 def config_changed(**_: Any) -> None:
-    """A pool, endpoint, primitive, admissibility or checkpoint changed: drop every cached entry,
+    """A pool, endpoint, primitive, admissibility, checkpoint, token or user changed: drop every cached entry,
     here at once and everywhere once the change commits (bumped before, another process could
     cache the rows as they were under the new generation)."""
     _entries.clear()
@@ -144,14 +144,14 @@ def pair_of(row: Admissibility) -> Pair:
 
 def _pool_view(pool_id: int) -> PoolView:
     rows = list(admissible_rows(pool_id))
-    callables = {
+    by_pair = {
         (row.endpoint_id, row.primitive.name): PairRows(
             row=row,
             api_key=decrypt_secret(row.endpoint.api_key_encrypted) if row.endpoint.api_key_encrypted else None,
         )
         for row in rows
     }
-    return PoolView(pool_id=pool_id, pairs=tuple(pair_of(row) for row in rows), callables=callables)
+    return PoolView(pool_id=pool_id, pairs=tuple(pair_of(row) for row in rows), by_pair=by_pair)
 
 
 def pool_view(pool_id: int) -> PoolView:

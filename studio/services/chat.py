@@ -56,15 +56,17 @@ def wait_limit_s(deadline_s: int | None) -> float:
 def chat_pool(pool: int | str | None, chat: dict[str, Any]) -> int:
     """The pool a chat runs on; a 422 when it has no pair that can take the chat's tools or
     response format."""
-    try:
-        # the default pool's name is a setting: part of the key
-        pool_id = cached(("pool-ref", pool, default_pool_name()), lambda: pool_resolve(pool))
-        if (chat.get("tools") or chat.get("response_format")) and not passthrough_pairs(pool_id):
-            field = "tools" if chat.get("tools") else "response_format"
-            raise Invalid(field, f"The pool has no admissible direct pair, the only kind that passes {field} on.")
-        return pool_id
-    finally:
-        connection_release()
+    # the default pool's name is a setting: part of the key
+    pool_id = cached(("pool-ref", pool, default_pool_name()), lambda: pool_resolve(pool))
+    if (chat.get("tools") or chat.get("response_format")) and not passthrough_pairs(pool_id):
+        field = "tools" if chat.get("tools") else "response_format"
+        raise Invalid(field, f"The pool has no admissible direct pair, the only kind that passes {field} on.")
+    return pool_id
+
+
+def task_metadata(chat: dict[str, Any] | None) -> dict[str, Any]:
+    """A /v1 task's metadata: where it came from, and the chat around its text."""
+    return {"via": "openai"} | ({"chat": chat} if chat else {})
 
 
 @transaction.atomic
@@ -87,8 +89,7 @@ def chat_submit(
     """A task of `text` and a run of it, both or neither; the run starts once this commits.
     A `preset` stands for its cost preference (run_create); `chat` (the conversation around the text, and
     the provider parameters passed through) rides in the task's metadata."""
-    metadata: dict[str, Any] = {"via": "openai"} | ({"chat": chat} if chat else {})
-    task = task_create(owner=user, text=text, decomposable=decomposable, metadata=metadata)
+    task = task_create(owner=user, text=text, decomposable=decomposable, metadata=task_metadata(chat))
     return run_create(
         owner=user, task_id=task.pk, pool_id=pool_id, policy=policy, policy_config=policy_config, preset=preset,
         cost_preference=cost_preference, best_of=best_of, max_cost_usd=max_cost_usd, deadline_s=deadline_s,
@@ -98,7 +99,7 @@ def chat_submit(
 
 async def _read_ended(run_id: int) -> Run | None:
     try:
-        return await sync_to_async(run_if_ended, thread_sensitive=False)(run_id)
+        return await sync_to_async(run_if_ended)(run_id)
     except DATABASE_ERRORS as exc:
         raise database_unavailable(exc, run_id) from None
 
@@ -161,10 +162,7 @@ def bearer_user(authorization: str) -> User:
             "(create one with POST /api/tokens).",
             code="invalid_api_key",
         )
-    try:
-        user = token_user(raw=raw.strip())
-    finally:
-        connection_release()
+    user = token_user(raw=raw.strip())
     if user is None:
         raise OpenAIError(401, "Incorrect API key provided: it is unknown or revoked.", code="invalid_api_key")
     return user
@@ -192,19 +190,23 @@ def _fast_fits(chat: ChatIn) -> bool:
 def _prepare(request: HttpRequest) -> Started:
     """The request's first work, in one hop to its sync thread: its token, its body, its pool,
     then its run decided in memory if it fits the fast path. The set-up is read as of one
-    generation (`setup_cache.one_generation`); each step hands its connection back."""
-    user = bearer_user(request.headers.get("Authorization", ""))
-    chat = chat_parse(request)
-    policy = policy_of(chat.model)
-    text, found = chat_task(chat)
-    with one_generation():
-        started = Started(user, chat, policy, text, found, chat_pool(chat.pool, found))
-        if _fast_fits(chat):
-            started.fast = fast_path.fast_prepare(
-                user=user, text=text, policy=policy, pool_id=started.pool_id, preset=chat.preset,
-                cost_preference=chat.cost_preference, max_cost_usd=chat.max_cost_usd,
-                policy_config=chat.policy_config, checkpoint_id=chat.checkpoint_id, chat=found,
-            )  # fmt: skip
+    generation (`setup_cache.one_generation`)."""
+    try:
+        user = bearer_user(request.headers.get("Authorization", ""))
+        chat = chat_parse(request)
+        policy = policy_of(chat.model)
+        text, found = chat_task(chat)
+        with one_generation():
+            started = Started(user, chat, policy, text, found, chat_pool(chat.pool, found))
+            if _fast_fits(chat):
+                started.fast = fast_path.fast_prepare(
+                    user=user, text=text, policy=policy, pool_id=started.pool_id, preset=chat.preset,
+                    cost_preference=chat.cost_preference, max_cost_usd=chat.max_cost_usd,
+                    policy_config=chat.policy_config, checkpoint_id=chat.checkpoint_id,
+                    metadata=task_metadata(found),
+                )  # fmt: skip
+    finally:
+        connection_release()  # the request may wait long now: its connection goes back to the pool
     if started.fast is not None:
         started.run = started.fast.run
     return started

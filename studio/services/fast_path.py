@@ -43,20 +43,17 @@ from orchestrator.envelope import Envelope
 from orchestrator.policies import Policy
 from studio import queues
 from studio.db import connection_release
-from studio.errors import Invalid
 from studio.models import Attempt, Node, Run, RunEvent, Task, User
 from studio.selectors.setup_cache import PoolView, cached, pool_view
 from studio.services.attempts import AttemptWork, endpoint_work, envelope_redact, finished_event
 from studio.services.engine import root_metadata, run_spec
 from studio.services.policies import default_policy, policy_build, run_checkpoint
 from studio.services.run_record import payload_dump, run_record
-from studio.services.runs import PRESETS
+from studio.services.runs import no_pairs, preset_lambda
 from studio.services.tasks import check_task_text
 from studio.threads import process_pool
 
 log = logging.getLogger(__name__)
-
-_executor: tuple[str, Callable[[AttemptWork], Envelope]] | None = None
 
 
 @dataclass
@@ -73,7 +70,7 @@ class FastRun:
     times: list[datetime] = field(default_factory=list)  # when each batch of events happened
     batches: list[list[tuple[str, dict[str, Any]]]] = field(default_factory=list)
     verify: bool = False  # the answer waits for a checker that a worker runs
-    called: bool = False  # the call has ended and its answer is folded in
+    called: bool = False  # the call has ended, its answer folded in and the run recorded
     abandoned: bool = False  # the request stopped waiting before that
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -95,11 +92,8 @@ def threads() -> ThreadPoolExecutor:
 
 
 def _execute(work: AttemptWork) -> Envelope:
-    global _executor
-    name = settings.ORCHESTRA_ATTEMPT_EXECUTOR
-    if _executor is None or _executor[0] != name:
-        _executor = (name, import_string(name))
-    return _executor[1](work)
+    executor: Callable[[AttemptWork], Envelope] = import_string(settings.ORCHESTRA_ATTEMPT_EXECUTOR)
+    return executor(work)
 
 
 def _sequence_ids(*models_: type[models.Model]) -> list[int]:
@@ -136,57 +130,50 @@ def fast_prepare(
     max_cost_usd: Decimal | None,
     policy_config: dict[str, Any] | None,
     checkpoint_id: int | None,
-    chat: dict[str, Any] | None,
+    metadata: dict[str, Any],
 ) -> FastRun | None:
     """Check the request as chat_submit and run_create would, then take the run's first step in
     memory; the run when that step sends one call, else None (the full machinery takes it)."""
-    try:
-        check_task_text(text)
-        if preset is not None:
-            if preset not in PRESETS:
-                raise Invalid("preset", f"Unknown preset {preset!r}; one of {', '.join(PRESETS)}.")
-            cost_preference = PRESETS[preset]
-        name = policy or cached(("default-policy",), default_policy)
-        checkpoint = cached(
-            ("checkpoint", name, checkpoint_id), lambda: run_checkpoint(policy=name, checkpoint_id=checkpoint_id)
-        )
-        config = policy_config or {}
-        made = policy_build(name, config, checkpoint, pool_id=pool_id)
-        now = timezone.now()
-        metadata: dict[str, Any] = {"via": "openai"} | ({"chat": chat} if chat else {})
-        task = Task(owner=user, text=text, metadata=metadata, created_at=now)
-        run = Run(
-            task=task, owner=user, pool_id=pool_id, policy=name, policy_config=config, checkpoint=checkpoint,
-            cost_preference=cost_preference, max_cost_usd=max_cost_usd, created_at=now,
-        )  # fmt: skip
-        view = pool_view(pool_id)
-        if not view.pairs:
-            raise Invalid("pool_id", f"Pool {pool_id} does not exist or has no admissible (model, primitive) pair.")
-        state = RunState(spec=run_spec(run))
-        created: list[tuple[str, dict[str, Any]]] = [("run.created", {"task": None, "policy": name})]
-        core.start(state, now, root_metadata=root_metadata(run))
-        core.step(state, made, view.pairs, now)
-        sent = _sent_one_solve(state)
-        if sent is None:
-            return None
-        node, attempt = sent
-        task.pk, run.pk, node.id, attempt.id = _sequence_ids(Task, Run, Node, Attempt)
-        run.task_id = task.pk
-        created[0][1]["task"] = task.pk
-        state.changes.new_attempts[0][2]["attempt"] = attempt.id
-        found = view.callables[(attempt.endpoint_id, attempt.primitive)]
-        work = endpoint_work(
-            attempt_id=attempt.id, endpoint=found.row.endpoint, api_key=found.api_key, primitive=found.row.primitive,
-            request=attempt.request, text=node.text,
-        )  # fmt: skip
-        attempt.created_at = attempt.started_at = now
-        attempt.status = "running"
-        fast = FastRun(task=task, run=run, state=state, policy=made, view=view, work=work, api_key=found.api_key)
-        fast.times.append(now)
-        fast.batches.append(created + state.take_changes().events)
-        return fast
-    finally:
-        connection_release()
+    check_task_text(text)
+    cost_preference = preset_lambda(preset, cost_preference)
+    name = policy or cached(("default-policy",), default_policy)
+    checkpoint = cached(
+        ("checkpoint", name, checkpoint_id), lambda: run_checkpoint(policy=name, checkpoint_id=checkpoint_id)
+    )
+    config = policy_config or {}
+    made = policy_build(name, config, checkpoint, pool_id=pool_id)
+    now = timezone.now()
+    task = Task(owner=user, text=text, metadata=metadata, created_at=now)
+    run = Run(
+        task=task, owner=user, pool_id=pool_id, policy=name, policy_config=config, checkpoint=checkpoint,
+        cost_preference=cost_preference, max_cost_usd=max_cost_usd, created_at=now,
+    )  # fmt: skip
+    view = pool_view(pool_id)
+    if not view.pairs:
+        raise no_pairs(pool_id)
+    state = RunState(spec=run_spec(run))
+    created: list[tuple[str, dict[str, Any]]] = [("run.created", {"task": None, "policy": name})]
+    core.start(state, now, root_metadata=root_metadata(run))
+    core.step(state, made, view.pairs, now)
+    sent = _sent_one_solve(state)
+    if sent is None:
+        return None
+    node, attempt = sent
+    task.pk, run.pk, node.id, attempt.id = _sequence_ids(Task, Run, Node, Attempt)
+    run.task_id = task.pk
+    created[0][1]["task"] = task.pk
+    state.changes.new_attempts[0][2]["attempt"] = attempt.id
+    found = view.by_pair[(attempt.endpoint_id, attempt.primitive)]
+    work = endpoint_work(
+        attempt_id=attempt.id, endpoint=found.row.endpoint, api_key=found.api_key, primitive=found.row.primitive,
+        request=attempt.request, text=node.text,
+    )  # fmt: skip
+    attempt.created_at = attempt.started_at = now
+    attempt.status = "running"
+    fast = FastRun(task=task, run=run, state=state, policy=made, view=view, work=work, api_key=found.api_key)
+    fast.times.append(now)
+    fast.batches.append(created + state.take_changes().events)
+    return fast
 
 
 def fast_call(fast: FastRun) -> Envelope:
@@ -197,21 +184,26 @@ def fast_call(fast: FastRun) -> Envelope:
 def fast_called(fast: FastRun) -> None:
     """Make the call, fold its answer in and record the run (on a fast-path thread, so the
     request's answer waits for no other thread): sent to a worker, or, when the run goes on
-    or the broker cannot take it, written here. A failure to record is the request's error,
-    unless the request has stopped waiting (`fast_abandon`): then it is logged."""
-    fast_finish(fast, fast_call(fast))
+    or the broker cannot take it, written here. A failure is the request's error, unless the
+    request has stopped waiting (`fast_abandon`): then it is logged."""
     try:
+        fast_finish(fast, fast_call(fast))
         fast_recorded(fast)
     except Exception:
-        with fast.lock:
-            fast.called = True
-            if not fast.abandoned:
-                raise
-        log.exception("run %s could not be recorded after its request stopped waiting", fast.run.pk)
+        if not _done(fast):
+            raise
+        log.exception("run %s failed after its request stopped waiting", fast.run.pk)
+    else:
+        _done(fast)
     finally:
         connection_release()
+
+
+def _done(fast: FastRun) -> bool:
+    """The call and its record have ended; whether the request had stopped waiting for them."""
     with fast.lock:
         fast.called = True
+        return fast.abandoned
 
 
 def fast_abandon(fast: FastRun) -> bool:
@@ -335,19 +327,13 @@ def _payload(fast: FastRun, dispatch: list[int]) -> str:
 def fast_record(fast: FastRun) -> None:
     """Record a run that has ended: sent to a worker to write, before the answer goes out; written
     here when the broker cannot take it (then a database that is away is a 503)."""
-    try:
-        payload = _payload(fast, [])
-        if not queues.send(queues.RECORD_RUN, payload):
-            log.warning("run %s: the broker took no record; writing it here", fast.run.pk)
-            run_record(payload=payload)
-    finally:
-        connection_release()
+    payload = _payload(fast, [])
+    if not queues.send(queues.RECORD_RUN, payload):
+        log.warning("run %s: the broker took no record; writing it here", fast.run.pk)
+        run_record(payload=payload)
 
 
 def fast_hand_over(fast: FastRun) -> None:
     """A run that goes on after its call (a retry): written now, its queued attempts sent to the
     workers; the engine takes it from there, as any run."""
-    try:
-        run_record(payload=_payload(fast, _new_ids(fast)))
-    finally:
-        connection_release()
+    run_record(payload=_payload(fast, _new_ids(fast)))

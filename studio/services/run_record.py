@@ -16,7 +16,7 @@ from typing import Any
 
 from django.conf import settings
 from django.core.serializers.json import DjangoJSONEncoder
-from django.db import IntegrityError, models, transaction
+from django.db import IntegrityError, connection, models, transaction
 from psycopg.errors import ForeignKeyViolation
 
 from studio import queues, tracing
@@ -72,6 +72,7 @@ def run_record(*, payload: str) -> bool:
                         if not (field.primary_key and rows[0].pk is None)  # events: ids of the table's own
                     ]
                     model._base_manager._insert(rows, fields=fields, raw=True)  # type: ignore[attr-defined]
+            connection.check_constraints()  # foreign keys are checked at COMMIT; check them here
     except IntegrityError as exc:
         if not isinstance(exc.__cause__, ForeignKeyViolation):
             raise

@@ -32,6 +32,19 @@ from studio.services.scheduling import step_request
 PRESETS = COST_PRESETS
 
 
+def preset_lambda(preset: str | None, cost_preference: float | None) -> float | None:
+    """The cost preference λ a run keeps: its preset's, if it names one, else the one given."""
+    if preset is None:
+        return cost_preference
+    if preset not in PRESETS:
+        raise Invalid("preset", f"Unknown preset {preset!r}; one of {', '.join(PRESETS)}.")
+    return PRESETS[preset]
+
+
+def no_pairs(pool_id: int) -> Invalid:
+    return Invalid("pool_id", f"Pool {pool_id} does not exist or has no admissible (model, primitive) pair.")
+
+
 def _enqueue_step(run_id: int) -> None:
     transaction.on_commit(lambda: step_request(run_id))
 
@@ -55,15 +68,12 @@ def run_create(
 ) -> Run:
     """A pending run of a task; its first step is queued once this commits. A `preset` stands
     for its cost preference λ (resolved here, and only here: the run keeps the number)."""
-    if preset is not None:
-        if preset not in PRESETS:
-            raise Invalid("preset", f"Unknown preset {preset!r}; one of {', '.join(PRESETS)}.")
-        cost_preference = PRESETS[preset]
+    cost_preference = preset_lambda(preset, cost_preference)
     task = Task.objects.filter(pk=task_id).first()
     if task is None or not can_view_task(owner, task):
         raise NotFound(f"Task {task_id} does not exist.")
     if not Admissibility.objects.filter(endpoint__pool_id=pool_id, allowed=True, endpoint__enabled=True).exists():
-        raise Invalid("pool_id", f"Pool {pool_id} does not exist or has no admissible (model, primitive) pair.")
+        raise no_pairs(pool_id)
     config = policy_config or {}
     policy = policy or default_policy()
     checkpoint = run_checkpoint(policy=policy, checkpoint_id=checkpoint_id)

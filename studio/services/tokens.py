@@ -63,9 +63,8 @@ def token_user(*, raw: str) -> User | None:
     deactivation); an unknown one is looked up every time."""
     if not raw.startswith(TOKEN_PREFIX):
         return None
-    known = cached(
-        ("token", token_digest(raw)), lambda: _known(token_digest(raw)), keep=lambda found: found is not None
-    )
+    digest = token_digest(raw)
+    known = cached(("token", digest), lambda: _known(digest), keep=lambda found: found is not None)
     if known is None:
         return None
     now = timezone.now()

@@ -19,6 +19,7 @@ import pytest
 from openai import OpenAI
 
 from studio.models import Admissibility, Attempt, ModelPool, Node, Primitive, Run, RunEvent, User
+from studio.services import fast_path
 from studio.services.pools import endpoint_create
 from tests.factories import PoolFactory
 from tests.support.runs import wait_for_run
@@ -71,9 +72,27 @@ def shape(run: Run) -> dict[str, Any]:
     }  # fmt: skip
 
 
+def spy(monkeypatch: pytest.MonkeyPatch, name: str) -> list[int]:
+    """The run ids `fast_path.<name>` was called for."""
+    called: list[int] = []
+    real = getattr(fast_path, name)
+
+    def counted(fast: Any) -> Any:
+        called.append(fast.run.pk)
+        return real(fast)
+
+    monkeypatch.setattr(fast_path, name, counted)
+    return called
+
+
 def test_the_fast_path_records_what_the_full_machinery_records(
-    asgi_server: str, celery_worker: object, user_token: tuple[User, str], settings: Any
+    asgi_server: str,
+    celery_worker: object,
+    user_token: tuple[User, str],
+    settings: Any,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    recorded = spy(monkeypatch, "fast_record")
     with ScriptedOpenAI(lambda body: Reply(content="42", prompt_tokens=12, completion_tokens=3)) as server:
         pool = pool_of(server, ("cheap", 1.0), ("dear", 9.0))
         runs = {}
@@ -82,6 +101,7 @@ def test_the_fast_path_records_what_the_full_machinery_records(
             raw = ask(asgi_server, user_token[1], pool)
             assert raw.parse().choices[0].message.content == "42"
             runs[on] = wait_for_run(int(raw.headers["x-orchestra-run-id"]))
+    assert recorded == [runs[True].pk]  # on, the fast path answered; off, it did not
     fast, full = shape(runs[True]), shape(runs[False])
     assert fast == full
     assert fast["run"][0] == "succeeded" and len(fast["attempts"]) == 1
@@ -112,8 +132,10 @@ def test_the_answer_comes_first_and_a_worker_started_later_writes_the_run(
 
 
 def test_a_run_that_goes_on_after_its_call_is_handed_over_and_waited_for(
-    asgi_server: str, celery_worker: object, user_token: tuple[User, str]
+    asgi_server: str, celery_worker: object, user_token: tuple[User, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    handed_over = spy(monkeypatch, "fast_hand_over")
+
     def script(body: dict[str, Any]) -> Reply:
         if body["model"] == "broken":
             return Reply(status=401, content="bad key")
@@ -125,6 +147,7 @@ def test_a_run_that_goes_on_after_its_call_is_handed_over_and_waited_for(
         assert raw.parse().choices[0].message.content == "42"
         models = [request["model"] for request in server.requests]
     run = wait_for_run(int(raw.headers["x-orchestra-run-id"]))
+    assert handed_over == [run.pk]
     attempts = list(Attempt.objects.filter(node__run=run).order_by("number").select_related("endpoint"))
     # The cheap pair's call failed on the fast path; the repair on the other ran on a worker.
     assert [(a.endpoint.name, a.status) for a in attempts] == [("broken", "error"), ("sound", "ok")]

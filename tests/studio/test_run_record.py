@@ -1,0 +1,58 @@
+"""Writing a run the fast path recorded (studio/services/run_record.py): its rows as they
+were, once; nothing when its owner is gone; an error, not a silent drop, for anything else."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+from django.db import IntegrityError
+
+from studio.models import Run, RunEvent, Task
+from studio.services.fast_path import _sequence_ids
+from studio.services.run_record import payload_dump, run_record
+from tests.factories import PoolFactory, UserFactory
+
+pytestmark = pytest.mark.django_db
+
+THEN = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+
+
+def payload(owner_id: int, pool_id: int, seqs: tuple[int, ...] = (1, 2)) -> tuple[int, str]:
+    task_id, run_id = _sequence_ids(Task, Run)
+    task = Task(pk=task_id, owner_id=owner_id, text="What is 6*7?", metadata={"via": "openai"}, created_at=THEN)
+    run = Run(
+        pk=run_id, task_id=task_id, owner_id=owner_id, pool_id=pool_id, status="succeeded", final_answer="42",
+        last_seq=len(seqs), created_at=THEN, started_at=THEN, finished_at=THEN,
+    )  # fmt: skip
+    events = [
+        RunEvent(
+            run_id=run_id, seq=seq, type="run.started", payload={"policy": "default", "pool": pool_id}, created_at=THEN
+        )
+        for seq in seqs
+    ]
+    return run_id, payload_dump([task, run, *events])
+
+
+def test_a_record_is_written_once_with_its_own_times() -> None:
+    run_id, text = payload(UserFactory().pk, PoolFactory().pk)
+    assert run_record(payload=text) is True
+    assert run_record(payload=text) is False  # delivered twice: written once
+    run = Run.objects.select_related("task").get(pk=run_id)
+    assert (run.final_answer, run.created_at, run.task.created_at) == ("42", THEN, THEN)
+    assert [(e.seq, e.created_at) for e in RunEvent.objects.filter(run=run).order_by("seq")] == [(1, THEN), (2, THEN)]
+
+
+def test_a_record_whose_owner_is_gone_writes_nothing() -> None:
+    user = UserFactory()
+    run_id, text = payload(user.pk, PoolFactory().pk)
+    user.delete()
+    assert run_record(payload=text) is False
+    assert not Run.objects.filter(pk=run_id).exists() and not Task.objects.filter(text="What is 6*7?").exists()
+
+
+def test_any_other_integrity_error_is_raised() -> None:
+    run_id, text = payload(UserFactory().pk, PoolFactory().pk, seqs=(1, 1))
+    with pytest.raises(IntegrityError):
+        run_record(payload=text)
+    assert not Run.objects.filter(pk=run_id).exists()
