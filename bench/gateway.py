@@ -25,9 +25,11 @@ prompts reach it by three routes:
    the line `Orchestra: ...` says which policy ran.
 
 The proxy and Orchestra are called with the official `openai` async client (max_retries=0).
-After a warm-up of each route, at each concurrency every route in turn gets the same
-`--requests` prompts (at least 4 x the concurrency), from that many callers at once. An
-error is a request that raised or did not answer "42"; latencies are of the others.
+After a warm-up of each route, at each concurrency every route gets the same `--requests`
+prompts (at least 4 x the concurrency), from that many callers at once. The routes take turns,
+`--rounds` (10) times, each turn a share of the prompts, so that a few slow seconds of the
+machine fall on every route alike. An error is a request that raised or did not answer "42";
+latencies are of the others.
 
 Printed, one row per concurrency and route: requests, errors, p50 / p95 / p99 latency, the
 overhead over the direct call (p50 and p95 minus the direct call's at that concurrency), and
@@ -366,7 +368,7 @@ class Block:
 
 
 async def load(ask: Ask, prompts: list[str], concurrency: int, block: Block) -> Block:
-    """`prompts` through `ask`, `concurrency` at a time."""
+    """`prompts` through `ask`, `concurrency` at a time, added to `block`."""
     pending = iter(prompts)
 
     async def caller() -> None:
@@ -384,29 +386,36 @@ async def load(ask: Ask, prompts: list[str], concurrency: int, block: Block) -> 
 
     started = time.perf_counter()
     await asyncio.gather(*(caller() for _ in range(concurrency)))
-    block.wall_s = time.perf_counter() - started
+    block.wall_s += time.perf_counter() - started
     return block
 
 
 async def measure(
-    routes: dict[str, Ask], concurrencies: list[int], requests: int, after: Callable[[str], None]
+    routes: dict[str, Ask], concurrencies: list[int], requests: int, rounds: int, after: Callable[[str], None]
 ) -> list[Block]:
-    """A warm-up of each route, then at each concurrency every route in turn; `after(route)` runs
-    (in a thread) after each route's turn."""
+    """A warm-up of each route, then at each concurrency the routes take turns, `rounds` times,
+    each turn a `rounds`-th of the prompts (at least 2 x the concurrency): a machine that is
+    slower for a few seconds slows every route alike. `after(route)` runs (in a thread) after
+    each turn."""
     for name, ask in routes.items():
         await load(ask, [f"[warm-up {i}] What is 6 x 7?" for i in range(WARM_UP)], 4, Block(name, 4, WARM_UP))
         await asyncio.to_thread(after, name)
     blocks = []
     for concurrency in concurrencies:
         count = max(requests, 4 * concurrency)
+        turns = max(1, min(rounds, count // (2 * concurrency)))
         prompts = [f"[c{concurrency} #{i}] What is 6 x 7?" for i in range(count)]
-        for name, ask in routes.items():
-            block = await load(ask, prompts, concurrency, Block(name, concurrency, count))
-            await asyncio.to_thread(after, name)
+        shares = [prompts[turn::turns] for turn in range(turns)]
+        started = {name: Block(name, concurrency, count) for name in routes}
+        for share in shares:
+            for name, ask in routes.items():
+                await load(ask, share, concurrency, started[name])
+                await asyncio.to_thread(after, name)
+        for name, block in started.items():
             blocks.append(block)
             print(
                 f"  c={concurrency:<3} {name:14} {len(block.latencies)}/{count} ok in {block.wall_s:.1f} s "
-                f"({load_average()})",
+                f"({turns} turns; {load_average()})",
                 flush=True,
             )
     return blocks
@@ -523,14 +532,15 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--concurrency", default="1,16,64", help="callers at once, comma-separated")
     parser.add_argument("--requests", type=int, default=200, help="requests per route and concurrency (>= 4 x it)")
+    parser.add_argument("--rounds", type=int, default=10, help="turns the routes take at each concurrency")
     parser.add_argument("--skip-proxy", action="store_true", help="measure the direct call and Orchestra only")
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)  # the upstream's own process
     args = parser.parse_args()
     if args.serve:
         serve()
     concurrencies = [int(x) for x in args.concurrency.split(",") if x.strip()]
-    if not concurrencies or min(concurrencies) < 1 or args.requests < 1:
-        parser.error("--concurrency takes positive integers and --requests a positive count")
+    if not concurrencies or min(concurrencies) < 1 or args.requests < 1 or args.rounds < 1:
+        parser.error("--concurrency takes positive integers, and --requests and --rounds positive counts")
     print(
         f"Gateway bench: a 0-latency scripted upstream directly through litellm, through LiteLLM Proxy and through "
         f"Orchestra's /v1, at concurrency {', '.join(map(str, concurrencies))}, {args.requests} requests each "
@@ -566,7 +576,7 @@ def main() -> int:
             if route == "orchestra":
                 settle(bench)
 
-        blocks = asyncio.run(measure(routes, concurrencies, args.requests, after))
+        blocks = asyncio.run(measure(routes, concurrencies, args.requests, args.rounds, after))
         print(f"Orchestra: {orchestra_policies()}", flush=True)
     report(blocks)
     met = goals(blocks, proxy_problem)

@@ -1,30 +1,45 @@
-"""Django's Redis cache, with one Redis client per connection pool instead of one per call.
+"""Django's Redis cache, with one Redis client per server and process instead of one per call.
 
-Django's backend builds a `redis.Redis` for every cache operation; redis-py 8 looks its own
-version up in the installed packages' metadata each time it builds one (`get_lib_version`,
-about 0.1 ms of a 0.2 ms `get`). A `Redis` is safe to share between threads (each command takes a
-connection from the pool), so this backend builds it once per pool.
+- Django's backend builds a `redis.Redis` for every cache operation; redis-py 8 looks its own
+  version up in the installed packages' metadata each time it builds one (`get_lib_version`,
+  about 0.1 ms of a 0.2 ms `get`).
+- Django keeps a cache object per thread and per async context, and each object its own
+  connection pools: every thread that Django starts for a request's sync work (a new one per
+  request under ASGI) connected to Redis anew, a TCP connection and a handshake for its first
+  `get`.
+
+A `Redis` is safe to share between threads (each command takes a connection from its pool), so
+this backend keeps one per server, options and process (a forked child makes its own).
 """
 
 from __future__ import annotations
 
+import os
+import threading
 from typing import Any
 
 from django.core.cache.backends.redis import RedisCache as DjangoRedisCache
 from django.core.cache.backends.redis import RedisCacheClient as DjangoRedisCacheClient
 
+_lock = threading.Lock()
+_clients: dict[tuple[int, str, str], Any] = {}
+
 
 class RedisCacheClient(DjangoRedisCacheClient):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._clients: dict[int, Any] = {}
+        self._options_key = repr(sorted(self._pool_options.items()))  # type: ignore[attr-defined]
 
     def get_client(self, key: Any = None, *, write: bool = False) -> Any:
         index = self._get_connection_pool_index(write)  # type: ignore[attr-defined]
-        client = self._clients.get(index)
+        found = (os.getpid(), self._servers[index], self._options_key)  # type: ignore[attr-defined]
+        client = _clients.get(found)
         if client is None:
-            pool = self._get_connection_pool(write)  # type: ignore[attr-defined]
-            client = self._clients[index] = self._client(connection_pool=pool)  # type: ignore[attr-defined]
+            with _lock:
+                client = _clients.get(found)
+                if client is None:
+                    pool = self._get_connection_pool(write)  # type: ignore[attr-defined]
+                    client = _clients[found] = self._client(connection_pool=pool)  # type: ignore[attr-defined]
         return client
 
 

@@ -75,16 +75,16 @@ class RunConsumer(AsyncJsonWebsocketConsumer):
         self.last_seq = message["seq"]
         await self.send_json({"kind": "event", **message})
 
-    async def run_event(self, content: dict[str, Any]) -> None:
-        """A `run.event` message from the channel layer."""
-        message = content["event"]
-        if message["seq"] <= self.last_seq:
-            return  # already sent by the replay
-        if message["seq"] > self.last_seq + 1:
-            # A notification was missed: fill the gap from Postgres, in order.
-            await self._replay()
-        if message["seq"] > self.last_seq:
-            await self._emit(message)
+    async def run_events(self, content: dict[str, Any]) -> None:
+        """A `run.events` message from the channel layer: the events one transaction wrote, in order."""
+        for message in content["events"]:
+            if message["seq"] <= self.last_seq:
+                continue  # already sent by the replay
+            if message["seq"] > self.last_seq + 1:
+                # A notification was missed: fill the gap from Postgres, in order.
+                await self._replay()
+            if message["seq"] > self.last_seq:
+                await self._emit(message)
 
     async def disconnect(self, code: int) -> None:
         if hasattr(self, "group"):

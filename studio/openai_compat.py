@@ -33,6 +33,7 @@ from django.http import HttpRequest, HttpResponseBase, JsonResponse, StreamingHt
 from django.urls import path
 from django.views.decorators.csrf import csrf_exempt
 
+from studio.db import releasing
 from studio.errors import ApplicationError
 from studio.models import RunStatus, User
 from studio.openai_errors import (
@@ -60,7 +61,7 @@ View = Callable[..., Coroutine[Any, Any, HttpResponseBase]]
 
 
 async def authenticate(request: HttpRequest) -> User:
-    return await sync_to_async(bearer_user)(request.headers.get("Authorization", ""))
+    return await sync_to_async(releasing(bearer_user))(request.headers.get("Authorization", ""))
 
 
 def openai_view(method: str, *, authenticates: bool = False) -> Callable[[View], View]:

@@ -18,9 +18,9 @@ from __future__ import annotations
 import os
 import random
 import re
-import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,6 +29,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 import litellm  # noqa: E402
 
 from orchestrator.envelope import TRANSIENT_ERRORS  # noqa: E402
+from studio.threads import process_pool  # noqa: E402
 from workers.conversation import Conversation  # noqa: E402
 
 litellm.suppress_debug_info = True
@@ -167,28 +168,19 @@ def _usage(response: Any) -> tuple[int, int]:
     return int(getattr(usage, "prompt_tokens", 0) or 0), int(getattr(usage, "completion_tokens", 0) or 0)
 
 
+LLM_CALL_THREADS = 512  # per process: more calls at once than any worker or server here makes
+
+
 def within_deadline(call: Callable[[], Any], deadline_s: float) -> Any:
     """`call()`, or ProviderError("timeout") once `deadline_s` has passed. The call runs on a
-    daemon thread that is abandoned at the deadline: a blocking HTTP read cannot be cut
-    short from outside, but its result (or error) is then dropped."""
-    outcome: list[tuple[bool, Any]] = []
-    done = threading.Event()
-
-    def target() -> None:
-        try:
-            outcome.append((True, call()))
-        except BaseException as exc:  # handed to the caller below
-            outcome.append((False, exc))
-        finally:
-            done.set()
-
-    threading.Thread(target=target, name="llm-call", daemon=True).start()
-    if not done.wait(deadline_s):
-        raise ProviderError("timeout", f"No complete response within {deadline_s:g} s.")
-    ok, value = outcome[0]
-    if ok:
-        return value
-    raise value
+    thread of the process's "llm-call" pool and is abandoned at the deadline: a blocking HTTP
+    read cannot be cut short from outside, but its result (or error) is then dropped, and the
+    thread is free again once the read's own timeout ends it (litellm's `timeout`)."""
+    running = process_pool("llm-call", LLM_CALL_THREADS).submit(call)
+    try:
+        return running.result(timeout=deadline_s)
+    except FutureTimeout:
+        raise ProviderError("timeout", f"No complete response within {deadline_s:g} s.") from None
 
 
 class LLMClient:
@@ -208,15 +200,16 @@ class LLMClient:
 
     def cost(self, tokens_in: int, tokens_out: int, response: Any) -> float:
         """A replay's recorded cost; else the endpoint's own prices when set; else
-        litellm's price map (0 when the model is not in it)."""
+        litellm's price map (0 when the model is not in it), as litellm read it during the call:
+        asking again cost a tenth of the call's CPU for a model the map lacks."""
         c = self.config
         hidden = getattr(response, "_hidden_params", {}) or {}
         if c.is_replay and hidden.get("response_cost") is not None:
             return float(hidden["response_cost"])
         if c.input_cost_per_mtok is not None or c.output_cost_per_mtok is not None:
             return (tokens_in * (c.input_cost_per_mtok or 0) + tokens_out * (c.output_cost_per_mtok or 0)) / 1e6
-        if hidden.get("response_cost") is not None:
-            return float(hidden["response_cost"])
+        if "response_cost" in hidden:  # litellm priced it as it made it (None: not in its map)
+            return float(hidden["response_cost"] or 0.0)
         try:
             return float(litellm.completion_cost(completion_response=response, model=c.model))
         except Exception:  # a model missing from the price map costs "unknown", reported as 0

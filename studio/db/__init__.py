@@ -5,9 +5,15 @@ Settings name it as `ENGINE: "studio.db"`; Django loads `studio.db.base.Database
 
 from __future__ import annotations
 
+import functools
 import logging
+from collections.abc import Callable
+from typing import ParamSpec, TypeVar
 
 log = logging.getLogger(__name__)
+
+P = ParamSpec("P")
+T = TypeVar("T")
 
 
 def connection_release() -> None:
@@ -24,3 +30,17 @@ def connection_release() -> None:
         connection.close()
     except Exception:
         log.warning("could not hand back the database connection", exc_info=True)
+
+
+def releasing(work: Callable[P, T]) -> Callable[P, T]:
+    """`work`, handing this thread's connection back once it returns or raises
+    (`connection_release`): for database work that runs outside Django's request cycle."""
+
+    @functools.wraps(work)
+    def released(*args: P.args, **kwargs: P.kwargs) -> T:
+        try:
+            return work(*args, **kwargs)
+        finally:
+            connection_release()
+
+    return released

@@ -17,7 +17,7 @@ from datetime import datetime, timedelta
 from typing import Any, cast
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Prefetch
 from django.utils import timezone
 
@@ -124,14 +124,20 @@ def _load(run: Run) -> tuple[RunState, Primitives]:
 
 
 def root_metadata(run: Run) -> dict[str, Any]:
-    """The root's metadata: the recordings of the task's item, or of its text (`core.recorded_metadata`)."""
+    """The root's metadata: the recordings of the task's item, or of its text (`core.recorded_metadata`).
+    In SQL: every /v1 request asks, and the ORM's building of the query cost four times the query."""
     item_id = run.task.metadata.get("item_id")
-    rows = (
-        RecordedOutcome.objects.filter(item_id=item_id)
+    where, params = (
+        ("item_id = %s", [item_id])
         if item_id
-        else RecordedOutcome.objects.filter(prompt_sha256=prompt_key(run.task.text), prompt=run.task.text)
+        else ("prompt_sha256 = %s AND prompt = %s", [prompt_key(run.task.text), run.task.text])
     )
-    found = list(rows.values_list("model", "primitive", "domain", "benchmark")[:200])
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT model, primitive, domain, benchmark FROM {RecordedOutcome._meta.db_table} WHERE {where} LIMIT 200",  # noqa: S608 - a model's table; the values are parameters
+            params,
+        )
+        found = cursor.fetchall()
     domain, benchmark = (found[0][2], found[0][3]) if found else ("", "")
     return recorded_metadata(item_id, [(model, primitive) for model, primitive, _, _ in found], domain, benchmark)
 

@@ -3,8 +3,10 @@
 The web server (uvicorn) and two Celery workers, one prefork and one on threads, run as
 processes of their own under the production settings, with DATABASE_POOL_MAX_SIZE=3. A few
 hundred requests go through the ASGI server, eight at a time: /v1 chat completions with the
-official `openai` client (their runs go to a scripted OpenAI-compatible endpoint), run and
-tree reads, run lists, and WebSocket watches (Channels consumers). A thread samples
+official `openai` client (their runs go to a scripted OpenAI-compatible endpoint; half of them
+with a deadline, which the fast path leaves to the full machinery: the run written, started and
+waited for under /v1's own handler, which sends no `request_finished`), run and tree reads, run
+lists, and WebSocket watches (Channels consumers). A thread samples
 pg_stat_activity all along. Persistent connections under ASGI (the settings before the fix)
 leave one behind in a request's thread now and then, and Celery's threads keep one each:
 this test then sees more than the bound.
@@ -200,7 +202,7 @@ def test_connections_stay_within_the_bound(stack: Callable[[], str]) -> None:
         def chat(n: int) -> int:
             raw = client.chat.completions.with_raw_response.create(
                 model="orchestra", messages=[{"role": "user", "content": f"What is {n} * 7?"}],
-                extra_body={"pool": pool.name},
+                extra_body={"pool": pool.name} | ({"deadline_s": 60} if n % 2 else {}),
             )  # fmt: skip
             statuses[raw.http_response.status_code] += 1
             run_id = int(raw.headers["x-orchestra-run-id"])

@@ -30,6 +30,19 @@ def test_a_call_returns_text_usage_and_priced_cost() -> None:
     assert server.requests[0]["_headers"]["authorization"] == "Bearer sk-test"
 
 
+def test_an_unpriced_endpoint_costs_what_litellms_price_map_says() -> None:
+    """litellm prices the call as it makes it; a model missing from its map costs 0."""
+    import litellm
+
+    with ScriptedOpenAI(lambda body: Reply(content="42", prompt_tokens=1000, completion_tokens=200)) as server:
+        mapped = LLMClient(EndpointConfig(model="openai/gpt-4o-mini", api_base=server.base_url, api_key="sk-test"))
+        unmapped = client(server)
+        priced, unpriced = mapped.complete(USER), unmapped.complete(USER)
+    expected = litellm.cost_per_token(model="gpt-4o-mini", prompt_tokens=1000, completion_tokens=200)
+    assert priced.cost_usd == pytest.approx(sum(expected)) and priced.cost_usd > 0
+    assert unpriced.cost_usd == 0
+
+
 @pytest.mark.parametrize(
     "failure",
     [Reply(status=429, headers={"Retry-After": "0"}), Reply(status=500), Reply(status=503)],
