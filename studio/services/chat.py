@@ -189,8 +189,8 @@ def _fast_fits(chat: ChatIn) -> bool:
 
 def _prepare(request: HttpRequest) -> Started:
     """The request's first work, in one hop to its sync thread: its token, its body, its pool,
-    then its run decided in memory if it fits the fast path. The set-up is read as of one
-    generation (`setup_cache.one_generation`)."""
+    then its run decided in memory if it fits the fast path, and that run's call started. The
+    set-up is read as of one generation (`setup_cache.one_generation`)."""
     try:
         user = bearer_user(request.headers.get("Authorization", ""))
         chat = chat_parse(request)
@@ -209,6 +209,7 @@ def _prepare(request: HttpRequest) -> Started:
         connection_release()  # the request may wait long now: its connection goes back to the pool
     if started.fast is not None:
         started.run = started.fast.run
+        fast_path.fast_start(started.fast)
     return started
 
 
@@ -231,7 +232,8 @@ async def fast_ended(fast: FastRun, limit_s: float) -> Run | None:
     """Make a fast run's call: the run, ended; None when it went on to the full machinery (a
     retry), to be waited for as any run. Past `limit_s` a 504 naming the run: the call goes
     on, on its thread, and the run is recorded when it ends."""
-    call = asyncio.get_running_loop().run_in_executor(fast_path.threads(), fast_path.fast_called, fast)
+    assert fast.call is not None  # started by _prepare
+    call = asyncio.wrap_future(fast.call)
     done, _ = await asyncio.wait({call}, timeout=limit_s)
     if not done and fast_path.fast_abandon(fast):
         raise run_timed_out(fast.run.pk, limit_s)

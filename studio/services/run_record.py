@@ -17,7 +17,7 @@ from typing import Any
 from django.conf import settings
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import IntegrityError, connection, models, transaction
-from psycopg.errors import ForeignKeyViolation
+from psycopg.errors import ForeignKeyViolation, UniqueViolation
 
 from studio import queues, tracing
 from studio.event_schemas import check_events
@@ -47,15 +47,16 @@ def _load(label: str, values: dict[str, Any]) -> models.Model:
     return model(**{name: fields[name].to_python(value) for name, value in values.items()})
 
 
-@transaction.atomic
 def run_record(*, payload: str) -> bool:
-    """Write the run `payload` holds (`payload_dump`); False when it was written before."""
+    """Write the run `payload` holds (`payload_dump`); False when it was written before.
+
+    In one transaction of as few statements as it takes (a worker writes one for every fast
+    request): the inserts, then COMMIT, where the foreign keys are checked. A run written
+    before is its task's primary key taken; an owner deleted since is a foreign key broken.
+    Inside a caller's transaction the keys are checked before the savepoint ends instead."""
     found = json.loads(payload)
     objects = [_load(label, values) for label, values in found["rows"]]
     run = next(row for row in objects if isinstance(row, Run))
-    if Run.objects.filter(pk=run.pk).exists():
-        log.info("run %s is already recorded", run.pk)
-        return False
     events = [row for row in objects if isinstance(row, RunEvent)]
     if settings.ORCHESTRA_CHECK_EVENTS:
         check_events([(event.type, event.payload) for event in events])
@@ -72,15 +73,29 @@ def run_record(*, payload: str) -> bool:
                         if not (field.primary_key and rows[0].pk is None)  # events: ids of the table's own
                     ]
                     model._base_manager._insert(rows, fields=fields, raw=True)  # type: ignore[attr-defined]
-            connection.check_constraints()  # foreign keys are checked at COMMIT; check them here
+            if connection.savepoint_ids:  # nested: COMMIT is the caller's, so check the keys now
+                connection.check_constraints()
+            _after_commit(run, events, found)
     except IntegrityError as exc:
-        if not isinstance(exc.__cause__, ForeignKeyViolation):
+        cause = exc.__cause__
+        if isinstance(cause, UniqueViolation) and cause.diag.constraint_name == f"{Task._meta.db_table}_pkey":
+            log.info("run %s is already recorded", run.pk)
+            return False
+        if not isinstance(cause, ForeignKeyViolation):
             raise
         # Its owner, pool or endpoint was deleted between the answer and now: the run would
         # have gone with them (they cascade), so there is nothing left to write it under.
         log.error("run %s cannot be recorded: %s", run.pk, exc)
         return False
-    events_notify(run.pk, events)
+    return True
+
+
+def _after_commit(run: Run, events: list[RunEvent], found: dict[str, Any]) -> None:
+    """What follows a run's writing once it commits. Its events go to the run's group only if
+    the run goes on: nobody can be watching an ended fast run yet (a watcher joins a run that
+    exists, and then reads its events from the database)."""
+    if run.status not in RUN_ENDED:
+        events_notify(run.pk, events)
     dispatch: list[int] = found.get("dispatch") or []
     if dispatch:
         transaction.on_commit(lambda: queues.send(queues.EXECUTE_ATTEMPTS, dispatch))
@@ -88,4 +103,3 @@ def run_record(*, payload: str) -> bool:
         transaction.on_commit(lambda: queues.send(queues.VERIFY_RUN, run.pk))
     if run.status in RUN_ENDED and tracing.enabled():
         transaction.on_commit(lambda: tracing.trace_run(run.pk))
-    return True

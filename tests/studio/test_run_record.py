@@ -56,3 +56,21 @@ def test_any_other_integrity_error_is_raised() -> None:
     with pytest.raises(IntegrityError):
         run_record(payload=text)
     assert not Run.objects.filter(pk=run_id).exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_as_a_worker_writes_it_in_a_transaction_of_its_own() -> None:
+    """Outside any transaction (a worker's task): a record delivered twice is written once, and
+    one whose owner is gone, refused at COMMIT, writes nothing."""
+    run_id, text = payload(UserFactory().pk, PoolFactory().pk)
+    assert run_record(payload=text) is True
+    assert run_record(payload=text) is False
+    assert Run.objects.filter(pk=run_id).exists()
+    user = UserFactory()
+    gone_id, gone = payload(user.pk, PoolFactory().pk)
+    user.delete()
+    assert run_record(payload=gone) is False
+    assert not Run.objects.filter(pk=gone_id).exists()
+    _, broken = payload(UserFactory().pk, PoolFactory().pk, seqs=(1, 1))
+    with pytest.raises(IntegrityError):
+        run_record(payload=broken)
