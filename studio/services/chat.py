@@ -18,7 +18,7 @@ from django.conf import settings
 from django.db import transaction
 from django.http import HttpRequest
 
-from studio.db import connection_release
+from studio.db import connection_release, releasing
 from studio.errors import Invalid
 from studio.models import Run, RunStatus, User
 from studio.openai_errors import (
@@ -99,7 +99,7 @@ def chat_submit(
 
 async def _read_ended(run_id: int) -> Run | None:
     try:
-        return await sync_to_async(run_if_ended)(run_id)
+        return await sync_to_async(releasing(run_if_ended))(run_id)
     except DATABASE_ERRORS as exc:
         raise database_unavailable(exc, run_id) from None
 
@@ -108,7 +108,7 @@ async def _finished_message(layer: Any, channel: str) -> None:
     """Until the run's group says the run finished (every other event is let by)."""
     while True:
         message = await layer.receive(channel)
-        if (message.get("event") or {}).get("type") == "run.finished":
+        if any(event.get("type") == "run.finished" for event in message.get("events") or ()):
             return
 
 
@@ -192,11 +192,11 @@ def _prepare(request: HttpRequest) -> Started:
     then its run decided in memory if it fits the fast path, and that run's call started. The
     set-up is read as of one generation (`setup_cache.one_generation`)."""
     try:
-        user = bearer_user(request.headers.get("Authorization", ""))
-        chat = chat_parse(request)
-        policy = policy_of(chat.model)
-        text, found = chat_task(chat)
         with one_generation():
+            user = bearer_user(request.headers.get("Authorization", ""))
+            chat = chat_parse(request)
+            policy = policy_of(chat.model)
+            text, found = chat_task(chat)
             started = Started(user, chat, policy, text, found, chat_pool(chat.pool, found))
             if _fast_fits(chat):
                 started.fast = fast_path.fast_prepare(
@@ -219,7 +219,7 @@ async def chat_start(request: HttpRequest) -> Started:
     started: Started = await sync_to_async(_prepare)(request)
     if started.fast is None:
         chat = started.chat
-        started.run = await sync_to_async(chat_submit)(
+        started.run = await sync_to_async(releasing(chat_submit))(
             user=started.user, text=started.text, policy=started.policy, pool_id=started.pool_id,
             decomposable=chat.decomposable, preset=chat.preset, cost_preference=chat.cost_preference,
             best_of=chat.best_of, max_cost_usd=chat.max_cost_usd, deadline_s=chat.deadline_s,
