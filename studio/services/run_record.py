@@ -3,8 +3,8 @@
 
 Idempotent: a run already written is left as it is, so a record delivered twice (acks_late,
 a worker that died after COMMIT) writes nothing the second time. Once written the run is like
-any other: its events go to the run's group, a checker verifies its answer, its trace is
-exported, and the attempts it still has queued (a run handed over) go to the workers.
+any other: a checker verifies its answer, its trace is exported, and a run handed over sends
+its events to the run's group and its queued attempts to the workers.
 """
 
 from __future__ import annotations
