@@ -406,12 +406,12 @@ async def measure(
         turns = max(1, min(rounds, count // (2 * concurrency)))
         prompts = [f"[c{concurrency} #{i}] What is 6 x 7?" for i in range(count)]
         shares = [prompts[turn::turns] for turn in range(turns)]
-        started = {name: Block(name, concurrency, count) for name in routes}
+        by_route = {name: Block(name, concurrency, count) for name in routes}
         for share in shares:
             for name, ask in routes.items():
-                await load(ask, share, concurrency, started[name])
+                await load(ask, share, concurrency, by_route[name])
                 await asyncio.to_thread(after, name)
-        for name, block in started.items():
+        for name, block in by_route.items():
             blocks.append(block)
             print(
                 f"  c={concurrency:<3} {name:14} {len(block.latencies)}/{count} ok in {block.wall_s:.1f} s "

@@ -15,13 +15,11 @@ this backend keeps one per server, options and process (a forked child makes its
 from __future__ import annotations
 
 import os
-import threading
 from typing import Any
 
 from django.core.cache.backends.redis import RedisCache as DjangoRedisCache
 from django.core.cache.backends.redis import RedisCacheClient as DjangoRedisCacheClient
 
-_lock = threading.Lock()
 _clients: dict[tuple[int, str, str], Any] = {}
 
 
@@ -34,12 +32,9 @@ class RedisCacheClient(DjangoRedisCacheClient):
         index = self._get_connection_pool_index(write)  # type: ignore[attr-defined]
         found = (os.getpid(), self._servers[index], self._options_key)  # type: ignore[attr-defined]
         client = _clients.get(found)
-        if client is None:
-            with _lock:
-                client = _clients.get(found)
-                if client is None:
-                    pool = self._get_connection_pool(write)  # type: ignore[attr-defined]
-                    client = _clients[found] = self._client(connection_pool=pool)  # type: ignore[attr-defined]
+        if client is None:  # two threads at once may both build one: the first kept wins
+            pool = self._get_connection_pool(write)  # type: ignore[attr-defined]
+            client = _clients.setdefault(found, self._client(connection_pool=pool))  # type: ignore[attr-defined]
         return client
 
 

@@ -177,11 +177,10 @@ def fast_prepare(
     return fast
 
 
-def fast_start(fast: FastRun) -> Future[None]:
-    """Start the run's call (`fast_called`) on a fast-path thread; straight from the thread that
-    decided it, so that it need not wait for the event loop to hand it over."""
+def fast_start(fast: FastRun) -> None:
+    """Start the run's call (`fast_called`) on a fast-path thread (`fast.call`); straight from
+    the thread that decided it, so that it need not wait for the event loop to hand it over."""
     fast.call = threads().submit(fast_called, fast)
-    return fast.call
 
 
 def fast_call(fast: FastRun) -> Envelope:
