@@ -42,6 +42,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -53,6 +54,7 @@ import torch
 
 from orchestrator import cli
 from orchestrator.composite.build import Composite, CompositeConfig, build_split
+from orchestrator.composite.engine import route_composites
 from orchestrator.composite.learned import LearnedComposite, nodes_of
 from orchestrator.composite.outcome import CompositeCosting, Plan, planner_price
 from orchestrator.composite.rm import (
@@ -76,8 +78,8 @@ from orchestrator.learning.features import PAIR_DIM, domain_indices, task_featur
 from orchestrator.outcomes import read_prices
 from orchestrator.reward.bestofn import prompt_cost_estimate, select_matched
 from orchestrator.reward.features import table_plan_features
-from orchestrator.reward.guided import platt, rm_rewards
-from orchestrator.reward.model import RewardNet
+from orchestrator.reward.model import RewardNet, save_reward_model
+from orchestrator.reward.platt import platt, rm_rewards
 from orchestrator.reward.train import PairTensors, pair_metrics, train_reward
 from orchestrator.routing.table import OutcomeTable, default_prices, load_routable
 from orchestrator.train_rm import RMConfig, table_pair_data
@@ -246,6 +248,28 @@ def multi_node(pairs: PlanPairs, composites: Sequence[Composite], costing: Compo
     )
 
 
+def live_lines(
+    learned: LearnedComposite, net: RewardNet, platt_ab: tuple[float, float], composites: Sequence[Composite],
+    costing: CompositeCosting, lam: float, n: int,
+) -> dict[str, dict[str, float]]:  # fmt: skip
+    """Each composite as a run through the core (`composite.engine`), as a live request decides
+    it: the runtime learned policy alone ("engine"), and with best-of-`n` over whole plans scored
+    by this OrchRM, saved with its Platt scaling ("engine_best_of")."""
+    out = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "orchrm.pt"
+        save_reward_model(path, net, learned.method.context, extra={"platt": list(platt_ab)})  # type: ignore[arg-type]
+        policy = learned.method.runtime_policy(lam, decides_composites=True, reward_model=str(path))
+        for name, best_of in (("engine", 1), ("engine_best_of", n)):
+            with torch.no_grad():
+                plans, _ = route_composites(costing.table, composites, policy, lam=lam, best_of=best_of)
+            outcomes = [costing.outcome(c, p) for c, p in zip(composites, plans, strict=True)]
+            out[name] = {"score": float(np.mean([o.score for o in outcomes])),
+                         "cost": float(np.mean([o.cost for o in outcomes])),
+                         "decomposed": float(np.mean([o.decomposed for o in outcomes]))}  # fmt: skip
+    return out
+
+
 def run_seed(table: OutcomeTable, args: argparse.Namespace, prices: dict[str, Any], seed: int) -> dict[str, Any]:
     train, test = build_split(table, train_count=args.train_count, test_count=args.test_count, seed=seed,
                               config=CompositeConfig())  # fmt: skip
@@ -355,6 +379,7 @@ def run_seed(table: OutcomeTable, args: argparse.Namespace, prices: dict[str, An
                 "benchmark_ceiling": at("benchmark", matched),
             }
         )
+    live = live_lines(learned, net, fit_platt, test, costing, lam, args.n)
     lines = {name: {k: float(np.mean([d[name][k] for d in per_draw])) for k in ("score", "cost")} for name in LINES}
     gains = {name: [100 * (d[a]["score"] - d[b]["score"]) for d in per_draw] for name, (a, b) in GAINS.items()}
     return {
@@ -368,6 +393,7 @@ def run_seed(table: OutcomeTable, args: argparse.Namespace, prices: dict[str, An
         "pairs": pairs,
         "lines": lines,
         "draw_gains": gains,
+        "live": live,
         "candidate_decompose_rate": float(np.mean(split_rate)),
         "greedy_decompose_rate": float(
             np.mean([costing.outcome(c, p).decomposed for c, p in zip(test, greedy, strict=True)])
@@ -396,6 +422,13 @@ def report(results: list[dict[str, Any]], args: argparse.Namespace) -> None:
     for name in GAINS:
         means = [float(np.mean(r["draw_gains"][name])) for r in results]
         print(f"  {name}: {mean_sd(means, sign='+')} points")
+    print("  as live runs through the core (one draw, seeded by each task's text; decompose rate):")
+    for name in ("engine", "engine_best_of"):
+        rows = [r["live"][name] for r in results]
+        print(f"  {name:18s} score {mean_sd([x['score'] for x in rows])}  ${np.mean([x['cost'] for x in rows]):.3e}"
+              f"  decomposed {np.mean([x['decomposed'] for x in rows]):.2f}")  # fmt: skip
+    gains_live = [100 * (r["live"]["engine_best_of"]["score"] - r["live"]["engine"]["score"]) for r in results]
+    print(f"  engine_best_of-engine: {mean_sd(gains_live, sign='+')} points")
     print(
         "  decompose rate: candidates "
         + ", ".join(f"{r['candidate_decompose_rate']:.2f}" for r in results)

@@ -171,6 +171,8 @@ class Decompose:
 
     node: str
     subtasks: tuple[SubtaskSpec, ...]
+    # What the policy records on the node with this choice (e.g. its best-of-N candidate plans).
+    note: Mapping[str, Any] = field(default_factory=dict, compare=False)
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,7 @@ from orchestrator.reward.features import plan_features, table_plan_features
 from orchestrator.reward.jsonl import PreferenceFormatError, PreferenceRecord, read_preferences
 from orchestrator.reward.model import RewardConfig, RewardNet, save_reward_model
 from orchestrator.reward.pairs import SOURCES, PairConfig, build_pairs
+from orchestrator.reward.platt import platt, rm_rewards
 from orchestrator.reward.prior import AccuracyPrior, table_prior
 from orchestrator.reward.train import (
     HUMAN,
@@ -197,6 +198,11 @@ def train(
         agreement = pair_metrics(net, held_data, "human_heldout")
         metrics |= {"human_heldout/agreement": agreement["human_heldout/accuracy"],
                     "human_heldout/pairs": agreement["human_heldout/pairs"]}  # fmt: skip
+    # The probability a one-node plan is right, from its accuracy reward: best-of-N over composite
+    # plans averages it over the parts (`policies.learned_best_of`).
+    one_node = table_plan_features(context, emb, table.domains, exclude_self=True, prior=prior)
+    fit_platt = platt(rm_rewards(net, task_features(emb, table.domains), one_node),
+                      np.where(table.available(), table.score, np.nan))  # fmt: skip
     sources = {str(k): int(v) for k, v in zip(*np.unique(data.source, return_counts=True), strict=True)}
     metrics |= {
         "time/embed_s": embedded_s,
@@ -213,7 +219,11 @@ def train(
         "seed": seed,
     }
     save_reward_model(
-        out, net, context, prior=prior, extra={"metrics": metrics, "train": config.to_dict(), "lineage": lineage}
+        out,
+        net,
+        context,
+        prior=prior,
+        extra={"metrics": metrics, "train": config.to_dict(), "lineage": lineage, "platt": list(fit_platt)},
     )
     return metrics
 

@@ -108,13 +108,26 @@ class BestOfCandidate(Payload):
     reward: float
 
 
+class BestOfPlanCandidate(Payload):
+    """A whole plan of a composite task, scored node by node (docs/api.md, Best-of-N)."""
+
+    plan: dict[str, Any] = Field(
+        description='{"solve": [endpoint, primitive]} solved whole, or {"split": [plan, ...]}, a recorded '
+        'part\'s being {"pair": [endpoint, primitive]}'
+    )
+    right: float = Field(description="OrchRM's probability of a right answer, averaged over the parts")
+    lam_cost: float = Field(description="λ times the estimated cost, averaged over the parts")
+    score: float = Field(description="right - lam_cost: the candidate of highest score is executed")
+    decomposed: bool
+
+
 class BestOfNote(Payload):
     """What a best-of-N choice scored (docs/api.md, Best-of-N)."""
 
     n: int
     lam: float
     sampler: str
-    candidates: list[BestOfCandidate]
+    candidates: list[BestOfCandidate] | list[BestOfPlanCandidate]
     chosen: int = Field(description="the index of the candidate executed")
     executed: int
     scoring_tokens: int

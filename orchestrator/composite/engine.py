@@ -27,15 +27,17 @@ def route_composites(
     *,
     lam: float,
     prices: Mapping[str, Mapping[str, float]] | None = None,
+    best_of: int = 1,
 ) -> tuple[list[Plan], list[RunState]]:
-    """Each composite as a run through the core: the plan it carried out, and the run."""
+    """Each composite as a run through the core: the plan it carried out, and the run
+    (`best_of` > 1: a request's best-of-N, for a policy with a reward model)."""
     pairs = table_pairs(table, prices)
     executor = table_executor(table)
     plans, states = [], []
     for c in composites:
         spec = RunSpec(
             task_text=text_of(c, table), policy="learned", domain=domain_of(c, table), benchmark="composite",
-            decomposable=True, cost_preference=lam, task_metadata={"items": items_of(c, table)},
+            decomposable=True, cost_preference=lam, task_metadata={"items": items_of(c, table)}, best_of=best_of,
         )  # fmt: skip
         state = run_offline(spec, policy, pairs, executor)
         assert state.root is not None

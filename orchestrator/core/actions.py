@@ -20,7 +20,7 @@ PRIMITIVE_INPUTS = ("context", "tests", "entry_point", "tools", "candidate", "ch
 def apply(state: RunState, action: Action) -> str | None:
     """Carry out a checked action; return a reason to end the run, if it must end."""
     node = state.node(getattr(action, "node", ""))
-    if isinstance(action, Solve) and action.note and node is not None:
+    if isinstance(action, Solve | Decompose) and action.note and node is not None:
         _note(state, node, dict(action.note))
     if isinstance(action, Solve | Repair) and node is not None:
         queue_attempt(state, node, action.pair.endpoint_id, action.pair.primitive, repair=isinstance(action, Repair))

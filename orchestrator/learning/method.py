@@ -242,10 +242,11 @@ class LearnedMethod:
         cascade: dict[str, tuple[int, int]] | None = None,
         embedder: Embedder | None = None,
         decides_composites: bool = False,
+        reward_model: str | None = None,
     ) -> Any:
         """The runtime learned policy (`policies.learned.LearnedPolicy`) on this fitted network
         and calibration at λ: what a live run decides with (`decides_composites`: its decompose
-        head was trained on composite decisions)."""
+        head was trained on composite decisions; `reward_model`: an OrchRM checkpoint for best-of-N)."""
         from orchestrator.policies.learned import LearnedPolicy, LearnedPolicyConfig, LoadedPolicy
 
         if self.net is None or self.context is None:
@@ -259,7 +260,9 @@ class LearnedMethod:
             decides_composites=decides_composites,
         )
         return LearnedPolicy(
-            LearnedPolicyConfig(checkpoint="<in memory>", cost_preference=lam, cascade=cascade),
+            LearnedPolicyConfig(
+                checkpoint="<in memory>", cost_preference=lam, cascade=cascade, reward_model=reward_model
+            ),
             embedder=embedder or self.embedder,
             loaded=loaded,
         )

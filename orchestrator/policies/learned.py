@@ -80,7 +80,7 @@ from orchestrator.learning.features import (
 )
 from orchestrator.learning.model import PolicyNet, load_checkpoint
 from orchestrator.learning.sft import SFTConfig
-from orchestrator.policies import COST_PRESETS, register
+from orchestrator.policies import COST_PRESETS, learned_best_of, register
 from orchestrator.policies.default import DefaultConfig, DefaultPolicy
 from orchestrator.policies.learned_calibration import calibration_context
 from orchestrator.policies.learned_cascade import Gate, parse_gate
@@ -227,7 +227,9 @@ class LearnedPolicy(DefaultPolicy):
         fresh = node.status == "ready" and not node.in_flight and not node.attempts
         replanned = bool(node.metadata.get("replans"))
         if items and fresh and self.loaded.decides_composites and not replanned:
-            return self._composite(node, observation, items)
+            if self.best_of(node, observation) > 1:  # N whole plans, decomposed ones among them
+                return learned_best_of.choose(self, node, observation, items)
+            return learned_best_of.follow(node, observation, items) or self._composite(node, observation, items)
         plain_task = not observation.task_metadata.get("items") and node.plan is None
         fresh_root = node.kind == "root" and node.status == "ready" and not node.in_flight and not node.attempts
         planning = fresh_root and observation.decomposable and plain_task and not node.plan_failed
@@ -269,6 +271,9 @@ class LearnedPolicy(DefaultPolicy):
         return refs[int(total.argmax())]
 
     def _solve(self, node: NodeView, observation: Observation) -> Action | None:
+        planned = None if node.attempts else learned_best_of.planned_pair(node, observation)
+        if planned is not None:  # the pair of the plan best-of-N chose
+            return Solve(node.key, planned)
         items = node_items(node, observation)
         if items and not node.attempts:  # a composite solved whole: the pair worth most on all its parts
             pair = self.delegate_pair(items, observation)
@@ -296,8 +301,11 @@ class LearnedPolicy(DefaultPolicy):
     def _review(self, node: NodeView, observation: Observation) -> Action:
         """An answered node: call another pair, or finish with the answer the reliability head
         trusts most (the next step of the episode, as `learning.episode.rollout` plays it)."""
+        # Best-of-N chose the one pair to run among N scored plans (this node's, or the part's in
+        # its chosen composite plan): its answer is the one.
+        chosen = "best_of" in node.metadata or learned_best_of.PLANNED in node.metadata
         gate = self.cascade_gate(observation)
-        if gate is not None and "best_of" not in node.metadata:
+        if gate is not None and not chosen:
             action = cascade_review(self, node, observation, gate)
             if action is not None:
                 return action
@@ -306,8 +314,7 @@ class LearnedPolicy(DefaultPolicy):
         candidates = [by_ref[ref] for ref in self._candidates(node, observation) if ref not in tried]
         episode = self.episode(node, observation, candidates)
         max_steps = self.loaded.max_steps
-        # Best-of-N chose the one pair to run among N scored plans: its answer is the one.
-        if candidates and episode.steps < max_steps and "best_of" not in node.metadata:
+        if candidates and episode.steps < max_steps and not chosen:
             lam = torch.tensor([self.lam(observation)], dtype=torch.float32)
             ceiling = cost_ceiling(episode.batch, self.lam(observation))
             with torch.no_grad():
@@ -361,15 +368,23 @@ class LearnedPolicy(DefaultPolicy):
     def wants_decomposition(self, observation: Observation) -> bool:
         return self._wants_decomposition(observation.root, observation)
 
+    def split_probability(self, node: NodeView, observation: Observation, items: Sequence[Mapping[str, Any]]) -> float:
+        """The decompose head's probability of splitting a composite node that holds `items`, at λ."""
+        with torch.no_grad():
+            return float(torch.sigmoid(self._decompose_logit(node, observation, domain_of(items))))
+
     def _wants_decomposition(self, node: NodeView, observation: Observation, *, domain: str | None = None) -> bool:
+        return bool(self._decompose_logit(node, observation, domain).item() > 0)
+
+    def _decompose_logit(self, node: NodeView, observation: Observation, domain: str | None) -> torch.Tensor:
         lam = torch.tensor([self.lam(observation)], dtype=torch.float32)
         emb = self._embed(node.text)
         if domain is None:  # a composite's is given: its parts' one domain, or none when they mix, as offline
             domain = known_domains(self.loaded.context.calibration, emb, [node.domain or observation.domain])[0]
         task = torch.from_numpy(task_features(emb, [domain]))
         with torch.no_grad():
-            logit = self.net.decompose_logit(self.net.encode_task(task), lam)
-        return bool(logit.item() > 0)
+            logit: torch.Tensor = self.net.decompose_logit(self.net.encode_task(task), lam)
+        return logit
 
     def _embedder(self) -> Embedder:
         if self.embedder is None:

@@ -157,6 +157,13 @@ class RewardModel:
         prior = AccuracyPrior.from_payload(pool["prior"]) if pool.get("prior") else None
         return cls(net, context, payload, prior)
 
+    @property
+    def platt(self) -> tuple[float, float]:
+        """(a, b): sigmoid(a·reward + b) is the probability that a one-node plan is right, fitted
+        by `train_rm` on its items' recorded scores; (1, 0) for a checkpoint saved before that."""
+        a, b = self.payload.get("platt") or (1.0, 0.0)
+        return float(a), float(b)
+
     def score(
         self,
         embeddings: np.ndarray,

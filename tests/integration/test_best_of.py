@@ -82,6 +82,55 @@ def test_best_of_4_executes_one_pair_chosen_among_4_scored_candidates(
     assert rm.lineage["outcomes"] == [outcomes.name]
 
 
+def test_a_composite_request_with_best_of_runs_the_whole_plan_it_chose(
+    celery_worker: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A composite task with best_of = 4 on a policy that decides composites: 4 whole plans
+    drawn and scored node by node, the chosen one carried out on a real worker, each recorded
+    part by the pair its plan names, and nothing else called."""
+    import json
+
+    from orchestrator.policies.learned_best_of import PLANNED
+    from studio.services.tasks import task_create_composite
+    from tests.integration.test_learned_runs import TINY
+    from tests.orchestrator.synthetic_outcomes import PAIRS
+
+    outcomes, vectors = synthetic_outcomes(tmp_path)
+    outcomes_import(path=outcomes, prices={}, pool_name="synthetic-replay")
+    pool = ModelPool.objects.get(name="synthetic-replay")
+    researcher = UserFactory(role=Role.RESEARCHER)
+    prices = tmp_path / "prices.json"
+    prices.write_text(json.dumps({PAIRS[2][0]: {"input_per_mtok": 0.1, "output_per_mtok": 0.1}}))
+    config = {**TINY, "decompose": {"composites": 120, "epochs": 100, "rl_iterations": 3}}
+    monkeypatch.setitem(training.TRAINERS, "policy", tiny_trainer(outcomes, vectors, config, prices))
+    monkeypatch.setattr(reward_training, "shipped_outcomes", lambda: [outcomes])
+    with override_settings(DATA_DIR=tmp_path):
+        train_job("policy", researcher, {"seed": 0})
+        train_job("reward_model", researcher, {"outcomes": [outcomes.name], "rm": TINY_RM})
+        item_ids = ["t.1", "t.2", "t.7", "t.8"]
+        task = task_create_composite(owner=researcher, items=[("synthetic", i) for i in item_ids])
+        run = wait_for_run(
+            run_create(owner=researcher, task_id=task.pk, pool_id=pool.pk, best_of=4, cost_preference=0.05).pk
+        )
+        tree = run_tree(user=researcher, run_id=run.pk)
+    assert run.status == "succeeded", run.end_reason
+    root = next(node for node in tree["nodes"] if node.key == "root")
+    best_of = root.metadata["best_of"]
+    assert best_of["n"] == 4 and len(best_of["candidates"]) == 4 and best_of["scoring_tokens"] == 0
+    scores = [c["score"] for c in best_of["candidates"]]
+    assert best_of["chosen"] == scores.index(max(scores))
+    plan = best_of["candidates"][best_of["chosen"]]["plan"]
+    attempts = list(Attempt.objects.filter(node__run=run).select_related("node", "primitive"))
+    called = sorted((a.node.key, a.endpoint_id, a.primitive.name) for a in attempts)
+    if "solve" in plan:  # solved whole: one call, by the chosen pair
+        assert called == [("root", *plan["solve"])]
+    else:  # each recorded part by its planned pair, once
+        parts = [n for n in tree["nodes"] if n.parent is not None and n.parent.key == "root" and n.kind == "subtask"]
+        assert [p.metadata[PLANNED] for p in parts] == plan["split"]
+        assert called == sorted((p.key, *p.metadata[PLANNED]["pair"]) for p in parts)
+    assert RunEvent.objects.filter(run=run, type="node.noted").exists()
+
+
 def test_best_of_without_a_reward_model_is_422_on_the_openai_endpoint(db: None) -> None:
     user = UserFactory()
     token = token_create(user=user, name="openai")[1]

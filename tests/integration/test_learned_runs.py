@@ -3,6 +3,7 @@ pool through a real Celery worker, and a job's progress and failure are recorded
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -47,21 +48,30 @@ def synthetic_outcomes(folder: Path) -> tuple[Path, dict[str, Any]]:
     return write(folder / "synthetic.jsonl.gz", outcome_records(table)), vectors
 
 
-def tiny_trainer(outcomes: Path, vectors: dict[str, Any]) -> training.Trainer:
+def tiny_trainer(
+    outcomes: Path, vectors: dict[str, Any], config: dict[str, Any] = TINY, prices: Path | None = None
+) -> training.Trainer:
     """The policy trainer on the synthetic file with known vectors (the real MiniLM is
     exercised by the runtime policy below and by orchestrator's tests)."""
     import numpy as np
+
+    def vector(text: str) -> Any:
+        """A prompt's vector; a composite's text (its parts' prompts), their normalised mean."""
+        if text in vectors:
+            return vectors[text]
+        mean = np.mean([vectors[p] for p in re.findall(r"question \d+", text)], axis=0)
+        return mean / np.linalg.norm(mean)
 
     def trainer(job: TrainingJob, progress: training.Progress, out: Path) -> training.Trained:
         def report(stage: str, done: int, total: int, metrics: dict[str, float]) -> None:
             progress(stage, done / max(1, total), metrics)
 
         metrics = train(
-            [outcomes], out=out, seed=int(job.config.get("seed", 0)), config=LearnedConfig.from_mapping(TINY),
-            prices=None, embedder=lambda texts: np.stack([vectors[t] for t in texts]), show_progress=False,
+            [outcomes], out=out, seed=int(job.config.get("seed", 0)), config=LearnedConfig.from_mapping(config),
+            prices=prices, embedder=lambda texts: np.stack([vector(t) for t in texts]), show_progress=False,
             on_progress=report, extra_trajectories=live_trajectories(),
         )  # fmt: skip
-        return training.Trained(path=out, config=TINY, metrics=metrics, lineage={"outcomes": [outcomes.name]})
+        return training.Trained(path=out, config=config, metrics=metrics, lineage={"outcomes": [outcomes.name]})
 
     return trainer
 

@@ -116,3 +116,10 @@ def test_sampling_is_distinct_while_it_can_be() -> None:
     assert sample_without_replacement(logits, 2, seed=7) == sample_without_replacement(logits, 2, seed=7)
     firsts = [sample_without_replacement(logits, 1, seed=s)[0] for s in range(200)]
     assert firsts.count(0) > 150  # drawn by the softmax: the top logit is drawn ~95% of the time
+
+
+def test_train_rm_records_the_probability_of_a_right_answer_its_reward_means(reward_model: Path) -> None:
+    """`train_rm` fits sigmoid(a·reward + b) to its items' recorded scores and stores (a, b),
+    which best-of-N over composite plans averages over the parts (a higher reward: likelier right)."""
+    a, b = load_reward_model(str(reward_model)).platt
+    assert a > 0.1 and np.isfinite(b) and (a, b) != (1.0, 0.0)

@@ -91,6 +91,79 @@ def test_the_core_engine_carries_out_the_plans_the_batched_choices_make(fitted, 
     assert any(isinstance(part, Delegate | Decompose) for p in core if isinstance(p, Decompose) for part in p.parts)
 
 
+def _as_note(plan, table) -> dict:
+    """A plan the core carried out, as best-of-N notes the plan it chose (`policies.learned_best_of`)."""
+    if isinstance(plan, Delegate):
+        assert not plan.tried
+        return {"solve": [plan.col + 1, table.pairs[plan.col][1]]}
+    parts = []
+    for part in plan.parts:
+        if isinstance(part, Delegate | Decompose):
+            parts.append(_as_note(part, table))
+        else:
+            assert not part.tried  # the planned pair's answer is the one: no second opinion
+            parts.append({"pair": [part.col + 1, table.pairs[part.col][1]]})
+    return {"split": parts}
+
+
+@pytest.mark.parametrize("uniform", [False, True])
+def test_best_of_n_at_run_time_scores_whole_plans_and_carries_out_the_chosen_one(
+    fitted, tmp_path, monkeypatch, uniform: bool
+) -> None:
+    """A composite request with best_of = N: N whole plans drawn (decomposed ones among them),
+    each scored node by node with OrchRM's Platt-scaled probability less λ·cost, the top one
+    carried out part by part; a second run of the same requests decides the same. With the
+    parts' pairs drawn uniformly, the chosen plans hold pairs the policy would not pick itself."""
+    from orchestrator.composite.build import Composite
+    from orchestrator.composite.engine import route_composites
+    from orchestrator.policies import learned_best_of
+    from orchestrator.reward.model import RewardConfig, RewardNet, save_reward_model
+
+    if uniform:
+        real_tree = learned_best_of.tree
+
+        def flat(node: learned_best_of.Node) -> learned_best_of.Node:
+            for part in node.parts:
+                if isinstance(part, learned_best_of.Node):
+                    flat(part)
+                else:
+                    part.probs = np.full(len(part.refs), 1 / len(part.refs))
+            return node
+
+        monkeypatch.setattr(learned_best_of, "tree", lambda *args: flat(real_tree(*args)))
+
+    learned, costing, _, test, _ = fitted
+    torch.manual_seed(0)
+    path = tmp_path / "orchrm.pt"
+    save_reward_model(path, RewardNet(RewardConfig(hidden=8)), learned.method.context, extra={"platt": [3.0, -1.0]})
+    policy = learned.method.runtime_policy(0.1, decides_composites=True, reward_model=str(path))
+    nested = [c for c in test if any(isinstance(p, Composite) for p in c.parts)]
+    composites = nested[:4] + [c for c in test if c not in nested][:8]
+    assert len(nested) >= 2
+    with torch.no_grad():
+        plans, states = route_composites(costing.table, composites, policy, lam=0.1, best_of=6)
+        again, _ = route_composites(costing.table, composites, policy, lam=0.1, best_of=6)
+    assert again == plans
+    kinds = set()
+    for plan, state in zip(plans, states, strict=True):
+        assert state.status == "succeeded" and state.root is not None
+        note = state.root.metadata["best_of"]
+        assert note["n"] == 6 and len(note["candidates"]) == 6 and note["scoring_tokens"] == 0
+        for candidate in note["candidates"]:
+            assert 0.0 <= candidate["right"] <= 1.0 and candidate["lam_cost"] >= 0.0
+            assert candidate["score"] == pytest.approx(candidate["right"] - candidate["lam_cost"])
+            kinds.add(candidate["decomposed"])
+        assert note["chosen"] == int(np.argmax([c["score"] for c in note["candidates"]]))
+        assert _as_note(plan, costing.table) == note["candidates"][note["chosen"]]["plan"]
+    assert kinds == {True, False}  # whole and decomposed plans were both candidates
+    # Without best-of-N the same policy decides by its head alone: no note.
+    with torch.no_grad():
+        own, plain = route_composites(costing.table, composites, policy, lam=0.1)
+    assert all(s.root is not None and "best_of" not in s.root.metadata for s in plain)
+    if uniform:
+        assert own != plans
+
+
 def test_the_evaluation_reports_the_learned_policys_rates_and_decisions(tmp_path, capsys) -> None:
     import json
 

@@ -123,6 +123,9 @@ def test_the_evaluation_reports_held_out_pairs_and_best_of_n(tmp_path, capsys) -
     low, high = seed["executed_share"]
     assert 0.0 <= low <= high <= 1.0 and "an evaluation device, not a method" in printed
     assert seed["lines"]["rm_node_executed"]["cost"] <= seed["lines"]["n1"]["cost"] + 1e-12  # n1 itself is within
+    # The same best-of-N as live runs decide it, through the core: each test composite a run.
+    assert set(seed["live"]) == {"engine", "engine_best_of"} and "engine_best_of-engine" in printed
+    assert all(0 <= line["score"] <= 1 and line["cost"] > 0 for line in seed["live"].values())
     lines = seed["lines"]
     assert lines["oracle"]["score"] >= max(lines[n]["score"] for n in ("n1", "rm", "rm_matched")) - 1e-9
 

@@ -194,6 +194,7 @@ def test_reward_model_saves_loads_and_scores_known_and_unknown_pairs(tmp_path) -
     plans = [Plan.single("gpt-4", "direct"), Plan.single("never-seen-70b", "cot")]
     scores = model.score(emb[:2], ["math", "math"], plans, lam=0.1)
     assert scores.shape == (2,) and np.isfinite(scores).all()
+    assert model.platt == (1.0, 0.0)  # saved without its Platt scaling: sigmoid(reward)
     # A one-node plan of a pool pair has the same features whichever way it is built.
     single = table_plan_features(context, emb[:1], ["math"])[0, 0]
     built = plan_features(context, emb[:1], ["math"], [Plan.single("gpt-4", "direct")])[0]

@@ -12,8 +12,8 @@ from orchestrator.reward.guided import (
     estimated_batch,
     executed_tokens,
     fit_grounded,
-    platt,
 )
+from orchestrator.reward.platt import platt
 from orchestrator.routing import metrics
 from tests.orchestrator.synthetic_outcomes import synthetic_table
 

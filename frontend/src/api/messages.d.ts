@@ -136,7 +136,7 @@ export interface components {
          */
         BestOfNote: {
             /** Candidates */
-            candidates: components["schemas"]["BestOfCandidate"][];
+            candidates: components["schemas"]["BestOfCandidate"][] | components["schemas"]["BestOfPlanCandidate"][];
             /**
              * Chosen
              * @description the index of the candidate executed
@@ -152,6 +152,36 @@ export interface components {
             sampler: string;
             /** Scoring Tokens */
             scoring_tokens: number;
+        };
+        /**
+         * BestOfPlanCandidate
+         * @description A whole plan of a composite task, scored node by node (docs/api.md, Best-of-N).
+         */
+        BestOfPlanCandidate: {
+            /** Decomposed */
+            decomposed: boolean;
+            /**
+             * Lam Cost
+             * @description λ times the estimated cost, averaged over the parts
+             */
+            lam_cost: number;
+            /**
+             * Plan
+             * @description {"solve": [endpoint, primitive]} solved whole, or {"split": [plan, ...]}, a recorded part's being {"pair": [endpoint, primitive]}
+             */
+            plan: {
+                [key: string]: unknown;
+            };
+            /**
+             * Right
+             * @description OrchRM's probability of a right answer, averaged over the parts
+             */
+            right: number;
+            /**
+             * Score
+             * @description right - lam_cost: the candidate of highest score is executed
+             */
+            score: number;
         };
         /**
          * EvaluationProgress
