@@ -32,6 +32,13 @@ train items, the test ones from the test items: no test part is seen in training
    it (`budget_scale`), found on the test candidates' recorded costs: an evaluation device
    for a comparison at equal executed cost, not a method.
 
+4. the same best-of-N as a live request decides it (`policies.learned_best_of`): each test
+   composite a run through the core (`composite.engine`) of the runtime learned policy with
+   this OrchRM (saved with its Platt scaling), once without best-of-N ("engine") and once with
+   best_of = N ("engine_best_of"): one draw per composite, seeded by its text, each plan's
+   pick the top of OrchRM's probability less λ·estimated cost (a request's own rule, no budget
+   matched across composites).
+
 Each part is one call (the pair scorer's first pick, as `evaluate_rm` samples items): the
 policy's escalations are not among the candidates. The two assumptions of `composite.outcome`
 hold here too and every report repeats them.
