@@ -351,10 +351,13 @@ class LearnedPolicy(DefaultPolicy):
         """The candidate with the highest pair logit, given the node's attempts so far."""
         return candidates[int(self.logits(node, observation, candidates).argmax())].ref
 
-    def logits(self, node: NodeView, observation: Observation, candidates: Sequence[Pair]) -> torch.Tensor:
+    def logits(
+        self, node: NodeView, observation: Observation, candidates: Sequence[Pair], episode: NodeEpisode | None = None
+    ) -> torch.Tensor:
         """[len(candidates)] the policy's logits of calling each candidate next, at the run's λ:
-        one step of the episode the evaluation plays (`learning.episode.step_logits`)."""
-        episode = self.episode(node, observation, candidates)
+        one step of the episode the evaluation plays (`learning.episode.step_logits`; `episode`:
+        the node's, where the caller has it)."""
+        episode = episode or self.episode(node, observation, candidates)
         lam = torch.tensor([self.lam(observation)], dtype=torch.float32)
         steps = min(episode.steps, self.loaded.max_steps - 1)  # a node may try more pairs than an episode
         ceiling = cost_ceiling(episode.batch, self.lam(observation))

@@ -39,11 +39,13 @@ SAMPLER = "decompose head and pair softmax at λ"
 
 @dataclass
 class Part:
-    """A recorded part: its view as a node, its admissible pairs and the policy's softmax over them."""
+    """A recorded part: its view as a node, its admissible pairs, the policy's softmax over them
+    and their estimated costs on it (the policy's units)."""
 
     view: NodeView
     refs: list[PairRef]
     probs: np.ndarray
+    cost: np.ndarray
 
 
 @dataclass
@@ -74,9 +76,10 @@ def tree(policy: LearnedPolicy, text: str, items: Sequence[Mapping[str, Any]], o
             continue
         view = part_view(entry)
         candidates = [by_ref[ref] for ref in policy._candidates(view, observation)]
-        logits = policy.logits(view, observation, candidates)
-        probs = torch.softmax(logits.double(), dim=-1).numpy()
-        parts.append(Part(view, [pair.ref for pair in candidates], probs / probs.sum()))
+        episode = policy.episode(view, observation, candidates)
+        probs = torch.softmax(policy.logits(view, observation, candidates, episode).double(), dim=-1).numpy()
+        cost = episode.batch.cost_est[0, [episode.column(pair.ref) for pair in candidates]].double().numpy()
+        parts.append(Part(view, [pair.ref for pair in candidates], probs / probs.sum(), cost))
     node = NodeView(key="composite", kind="subtask", text=text, status="ready", depth=1)
     return Node(policy.delegate_pair(items, observation), policy.split_probability(node, observation, items), parts)
 
@@ -134,10 +137,8 @@ def choose(
         if not used:
             continue
         reward = policy.scorer.score(part.view.text, part.view.domain or "", [by_ref[r] for r in used], lam=0.0)
-        episode = policy.episode(part.view, observation, [by_ref[r] for r in used])
-        cost = episode.batch.cost_est[0].double().numpy()
         for ref, r in zip(used, reward, strict=True):
-            value[id(part), ref] = (1 / (1 + np.exp(-(a * r + b))), lam * float(cost[episode.column(ref)]))
+            value[id(part), ref] = (1 / (1 + np.exp(-(a * r + b))), lam * float(part.cost[part.refs.index(ref)]))
     rows, scores = [], []
     for plan, answered in zip(plans, each, strict=True):
         known = [value.get((id(p), ref), (0.0, 0.0)) for p, ref in answered]
