@@ -110,14 +110,17 @@ def table_pair_data(
     seed: int,
     prior: AccuracyPrior | None = None,
     chosen: np.ndarray | None = None,
+    plans: np.ndarray | None = None,
 ) -> PairTensors:
     """Self-supervised pairs of a table, as tensors (each item's own outcomes left out of its features).
 
     `prior`, fit on this table (`reward.prior.table_prior`), gives the per-item accuracy feature;
-    `chosen` [n] (a trained policy's column on each item, -1: none) adds specialized_over_base.
+    `chosen` [n] (a trained policy's column on each item, -1: none) adds specialized_over_base;
+    `plans`: the items' one-node plan features, where the caller has them (as computed here).
     """
     pairs = build_pairs(table, config=config, seed=seed, embeddings=emb, chosen=chosen)
-    plans = table_plan_features(context, emb, table.domains, exclude_self=True, prior=prior)
+    if plans is None:
+        plans = table_plan_features(context, emb, table.domains, exclude_self=True, prior=prior)
     cost = np.nan_to_num(table.cost) / context.calibration.cost_ref
     return table_tensors(pairs, task_features(emb, table.domains), plans, cost)
 
@@ -172,7 +175,8 @@ def train(
     embedded_s = time.perf_counter() - start
     context = make_context(table, emb, read_prices(prices) if prices else None)
     prior = table_prior(table, emb, seed=seed) if config.model.accuracy_prior else None
-    data = table_pair_data(table, emb, context, config.pairs, seed=seed, prior=prior)
+    one_node = table_plan_features(context, emb, table.domains, exclude_self=True, prior=prior)
+    data = table_pair_data(table, emb, context, config.pairs, seed=seed, prior=prior, plans=one_node)
     kept, held = human_holdout(preferences, config.train.human_holdout)
     extra, no_plan = preference_tensors(kept, context, embedder, prior)
     if extra is not None:
@@ -200,7 +204,6 @@ def train(
                     "human_heldout/pairs": agreement["human_heldout/pairs"]}  # fmt: skip
     # The probability a one-node plan is right, from its accuracy reward: best-of-N over composite
     # plans averages it over the parts (`policies.learned_best_of`).
-    one_node = table_plan_features(context, emb, table.domains, exclude_self=True, prior=prior)
     fit_platt = platt(rm_rewards(net, task_features(emb, table.domains), one_node),
                       np.where(table.available(), table.score, np.nan))  # fmt: skip
     sources = {str(k): int(v) for k, v in zip(*np.unique(data.source, return_counts=True), strict=True)}

@@ -258,10 +258,7 @@ class LearnedPolicy(DefaultPolicy):
         total: torch.Tensor | None = None
         refs: list[PairRef | None] = []
         for leaf in leaves(items):
-            view = NodeView(
-                key=f"part:{leaf.get('item_id')}", kind="subtask", text=str(leaf["prompt"]), status="ready", depth=1,
-                item_id=str(leaf.get("item_id")), metadata=leaf, domain=str(leaf.get("domain") or ""),
-            )  # fmt: skip
+            view = learned_best_of.part_view(leaf)
             candidates = [by_ref[ref] for ref in self._candidates(view, observation)]
             episode = self.episode(view, observation, candidates)
             worth = estimated_worth(episode.batch, lam)[0]  # [P]

@@ -59,7 +59,7 @@ class Node:
 
 
 def part_view(leaf: Mapping[str, Any]) -> NodeView:
-    """A recorded part as a node of its own (what `LearnedPolicy.delegate_pair` scores)."""
+    """A recorded part as a node of its own, as the policy scores its pairs on it."""
     return NodeView(
         key=f"part:{leaf.get('item_id')}", kind="subtask", text=str(leaf["prompt"]), status="ready", depth=1,
         item_id=str(leaf.get("item_id")), metadata=leaf, domain=str(leaf.get("domain") or ""),
