@@ -37,7 +37,15 @@ train items, the test ones from the test items: no test part is seen in training
    this OrchRM (saved with its Platt scaling), once without best-of-N ("engine") and once with
    best_of = N ("engine_best_of"): one draw per composite, seeded by its text, each plan's
    pick the top of OrchRM's probability less λ·estimated cost (a request's own rule, no budget
-   matched across composites).
+   matched across composites); and once more with the cost weighed by `best_of_cost`
+   ("engine_best_of_at_greedy"), fitted on the train composites' candidates so that the picks
+   cost, estimated, what the policy's own plans cost there (`fit_best_of_cost`).
+
+5. what +2 points would take (`discrimination_lines`, an evaluation device that reads the test
+   outcomes, not a method): OrchRM's per-leaf probability moved toward each test item's recorded
+   outcome by a shift β in logit (β·(2·right - 1)), for each β the estimate's correct-over-
+   incorrect accuracy on the test items' pairs and the gain of `rm_node_executed` over n1 it
+   would give; and the same accuracy of OrchRM and of the benchmark-level ceiling.
 
 Each part is one call (the pair scorer's first pick, as `evaluate_rm` samples items): the
 policy's escalations are not among the candidates. The two assumptions of `composite.outcome`
@@ -51,7 +59,7 @@ import json
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -86,6 +94,7 @@ from orchestrator.outcomes import read_prices
 from orchestrator.reward.bestofn import prompt_cost_estimate, select_matched
 from orchestrator.reward.features import table_plan_features
 from orchestrator.reward.model import RewardNet, save_reward_model
+from orchestrator.reward.pairs import RIGHT, TablePairs, correct_over_incorrect
 from orchestrator.reward.platt import platt, rm_rewards
 from orchestrator.reward.train import PairTensors, pair_metrics, train_reward
 from orchestrator.routing.table import OutcomeTable, default_prices, load_routable
@@ -244,6 +253,82 @@ def budget_scale(score: np.ndarray, est: np.ndarray, cost: np.ndarray, target_es
     return lo
 
 
+SHIFTS = (0.0, 0.01, 0.02, 0.03, 0.05, 0.1)  # β of `discrimination_lines`
+
+
+def ranked_right(pairs: TablePairs, estimate: np.ndarray) -> float:
+    """The share of (right, wrong) pairs of one item that `estimate` [items, p] ranks right first (ties: half)."""
+    win, lose = estimate[pairs.item, pairs.win], estimate[pairs.item, pairs.lose]
+    return float(np.mean((win > lose) + 0.5 * (win == lose)))
+
+
+def discrimination_lines(
+    composites: Sequence[Composite], drawn: Sequence[Sequence[Sequence[Plan]]], judged: Sequence[Candidates],
+    rows: Mapping[int, int], items: OutcomeTable, leaf: dict[str, np.ndarray], costing: CompositeCosting,
+) -> dict[str, Any]:  # fmt: skip
+    """What a better per-leaf estimate would gain: OrchRM's probability moved toward each test
+    item's recorded outcome by β in logit, for each β in `SHIFTS` its correct-over-incorrect
+    accuracy on the test items' pairs and the gain of node-by-node best-of-N over n1 at equal
+    executed cost it gives. It reads the test outcomes: an evaluation device, not a method."""
+    pairs = correct_over_incorrect(items)
+    right = np.where(items.available(), (np.nan_to_num(items.score) >= RIGHT) * 2.0 - 1.0, 0.0)
+    prob = np.clip(leaf["node"], 1e-9, 1 - 1e-9)
+    logit = np.log(prob / (1 - prob))
+    out: dict[str, Any] = {
+        "pairs": len(pairs),
+        "orchrm": ranked_right(pairs, leaf["node"]),
+        "benchmark_ceiling": ranked_right(pairs, leaf["benchmark"]),
+        "shifts": [],
+    }
+    for beta in SHIFTS:
+        shifted = 1 / (1 + np.exp(-(logit + beta * right)))
+        gains = []
+        for candidates, c in zip(drawn, judged, strict=True):
+            flat = [comp for comp in composites for _ in range(len(candidates[0]))]
+            plans = [plan for row in candidates for plan in row]
+            score = node_scores(flat, plans, rows, shifted, costing).reshape(c.score.shape)
+            target, executed = float(c.est.mean()), float(c.cost.mean())
+            chosen = select_matched(score, c.est, budget_scale(score, c.est, c.cost, target, executed) * target)
+            gains.append(100 * float(c.score[np.arange(len(chosen)), chosen].mean() - c.score.mean()))
+        out["shifts"].append(
+            {"beta": beta, "ranked_right": ranked_right(pairs, shifted), "gain": float(np.mean(gains))}
+        )
+    return out
+
+
+def fit_best_of_cost(
+    composites: Sequence[Composite], candidates: Sequence[Sequence[Plan]], greedy: Sequence[Plan],
+    probability: np.ndarray, estimates: LeafEstimates, spend: LeafEstimates, costing: CompositeCosting, cost_ref: float,
+) -> float:  # fmt: skip
+    """The weight of estimated cost in a request's best-of-N (`LearnedPolicyConfig.best_of_cost`)
+    at which its picks among `candidates` cost, estimated, at most the `greedy` plans on the
+    mean: the smallest w >= 0 found by bisection. A request picks the top of the mean over the
+    parts of `probability` less w times the mean of their estimated costs (`estimates`, the
+    policy's per-domain costs over `cost_ref`, its units); the budget is held on `spend`, as
+    the evaluation's lines are (the planner calls included)."""
+    n = len(candidates[0])
+    flat = [c for c in composites for _ in range(n)]
+    plans = [p for row in candidates for p in row]
+    right = node_scores(flat, plans, estimates.rows, probability, costing).reshape(-1, n)
+    unit = node_scores(flat, plans, estimates.rows, estimates.cost / cost_ref, costing).reshape(-1, n)
+    est = plan_features(flat, plans, spend, costing, cost_ref)[1].reshape(-1, n)
+    target = float(plan_features(composites, greedy, spend, costing, cost_ref)[1].mean())
+    rows = np.arange(len(composites))
+
+    def spent(w: float) -> float:
+        return float(est[rows, (right - w * unit).argmax(axis=1)].mean())
+
+    if spent(0.0) <= target:
+        return 0.0
+    lo, hi = 0.0, 1.0
+    while spent(hi) > target and hi < 1e6:
+        lo, hi = hi, hi * 2
+    for _ in range(30):
+        mid = (lo + hi) / 2
+        lo, hi = (lo, mid) if spent(mid) <= target else (mid, hi)
+    return hi
+
+
 def multi_node(pairs: PlanPairs, composites: Sequence[Composite], costing: CompositeCosting) -> np.ndarray:
     """bool [pairs]: at least one of the two plans has more than one node."""
     return np.array(
@@ -255,19 +340,26 @@ def multi_node(pairs: PlanPairs, composites: Sequence[Composite], costing: Compo
     )
 
 
+LIVE = ("engine", "engine_best_of", "engine_best_of_at_greedy")
+
+
 def live_lines(
     learned: LearnedComposite, net: RewardNet, platt_ab: tuple[float, float], composites: Sequence[Composite],
-    costing: CompositeCosting, lam: float, n: int,
+    costing: CompositeCosting, lam: float, n: int, best_of_cost: float,
 ) -> dict[str, dict[str, float]]:  # fmt: skip
     """Each composite as a run through the core (`composite.engine`), as a live request decides
     it: the runtime learned policy alone ("engine"), and with best-of-`n` over whole plans scored
-    by this OrchRM, saved with its Platt scaling ("engine_best_of")."""
+    by this OrchRM, saved with its Platt scaling, weighing estimated cost by λ ("engine_best_of")
+    or by `best_of_cost` ("engine_best_of_at_greedy", `fit_best_of_cost`)."""
     out = {}
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "orchrm.pt"
         save_reward_model(path, net, learned.method.context, extra={"platt": list(platt_ab)})  # type: ignore[arg-type]
-        policy = learned.method.runtime_policy(lam, decides_composites=True, reward_model=str(path))
-        for name, best_of in (("engine", 1), ("engine_best_of", n)):
+        runs = (("engine", 1, None), ("engine_best_of", n, None), ("engine_best_of_at_greedy", n, best_of_cost))
+        for name, best_of, weight in runs:
+            policy = learned.method.runtime_policy(
+                lam, decides_composites=True, reward_model=str(path), best_of_cost=weight
+            )
             with torch.no_grad():
                 plans, _ = route_composites(costing.table, composites, policy, lam=lam, best_of=best_of)
             outcomes = [costing.outcome(c, p) for c, p in zip(composites, plans, strict=True)]
@@ -351,8 +443,10 @@ def run_seed(table: OutcomeTable, args: argparse.Namespace, prices: dict[str, An
     per_draw: list[dict[str, dict[str, float]]] = []
     split_rate: list[float] = []
     shares: list[float] = []
+    judged = []
     for candidates in drawn:
         c = judge(test, candidates, est_te, spend_te, leaf_te, tasks_te)
+        judged.append(c)
         split_rate.append(c.decomposed)
         matched, at_greedy = float(c.est.mean()), float(g_est.mean())
 
@@ -386,7 +480,11 @@ def run_seed(table: OutcomeTable, args: argparse.Namespace, prices: dict[str, An
                 "benchmark_ceiling": at("benchmark", matched),
             }
         )
-    live = live_lines(learned, net, fit_platt, test, costing, lam, args.n)
+    prob_tr = leaf_probabilities(rm_rewards(net, task_features(emb_tr, train_items.domains), plans_tr), fit_platt)
+    spend_tr = spend_of(est_tr, train_items, train_items, price_in, context)
+    weight = fit_best_of_cost(train, samples_tr, on_train.greedy(), prob_tr, est_tr, spend_tr, costing, cost_ref)
+    live = live_lines(learned, net, fit_platt, test, costing, lam, args.n, weight)
+    takes = discrimination_lines(test, drawn, judged, est_te.rows, test_items, leaf_te, costing)
     lines = {name: {k: float(np.mean([d[name][k] for d in per_draw])) for k in ("score", "cost")} for name in LINES}
     gains = {name: [100 * (d[a]["score"] - d[b]["score"]) for d in per_draw] for name, (a, b) in GAINS.items()}
     return {
@@ -401,6 +499,8 @@ def run_seed(table: OutcomeTable, args: argparse.Namespace, prices: dict[str, An
         "lines": lines,
         "draw_gains": gains,
         "live": live,
+        "best_of_cost": weight,
+        "discrimination": takes,
         "candidate_decompose_rate": float(np.mean(split_rate)),
         "greedy_decompose_rate": float(
             np.mean([costing.outcome(c, p).decomposed for c, p in zip(test, greedy, strict=True)])
@@ -430,12 +530,21 @@ def report(results: list[dict[str, Any]], args: argparse.Namespace) -> None:
         means = [float(np.mean(r["draw_gains"][name])) for r in results]
         print(f"  {name}: {mean_sd(means, sign='+')} points")
     print("  as live runs through the core (one draw, seeded by each task's text; decompose rate):")
-    for name in ("engine", "engine_best_of"):
+    for name in LIVE:
         rows = [r["live"][name] for r in results]
         print(f"  {name:18s} score {mean_sd([x['score'] for x in rows])}  ${np.mean([x['cost'] for x in rows]):.3e}"
               f"  decomposed {np.mean([x['decomposed'] for x in rows]):.2f}")  # fmt: skip
     gains_live = [100 * (r["live"]["engine_best_of"]["score"] - r["live"]["engine"]["score"]) for r in results]
     print(f"  engine_best_of-engine: {mean_sd(gains_live, sign='+')} points")
+    at = [100 * (r["live"]["engine_best_of_at_greedy"]["score"] - r["live"]["engine"]["score"]) for r in results]
+    ratio = [r["live"]["engine_best_of_at_greedy"]["cost"] / r["live"]["engine"]["cost"] - 1 for r in results]
+    print(
+        f"  engine_best_of_at_greedy-engine: {mean_sd(at, sign='+')} points, cost "
+        + " / ".join(f"{x:+.1%}" for x in ratio)
+        + " by seed (best_of_cost "
+        + " / ".join(f"{r['best_of_cost']:.3g}" for r in results)
+        + ", fitted on the train composites to keep the picks at the policy's own plans' estimated cost)"
+    )
     print(
         "  decompose rate: candidates "
         + ", ".join(f"{r['candidate_decompose_rate']:.2f}" for r in results)
@@ -447,6 +556,18 @@ def report(results: list[dict[str, Any]], args: argparse.Namespace) -> None:
         + ", ".join(f"{r['executed_share'][0]:.3f}-{r['executed_share'][1]:.3f}" for r in results)
         + " by seed (fitted on the test composites' recorded costs: an evaluation device, not a method)"
     )
+    first = results[0]["discrimination"]
+    print(
+        f"\nWhat a better per-leaf estimate would gain (an evaluation device: OrchRM's probability moved toward"
+        f" each test item's recorded outcome by β in logit). Correct-over-incorrect on the test items' pairs"
+        f" ({first['pairs']} in seed {results[0]['seed']}): OrchRM"
+        f" {mean_sd([r['discrimination']['orchrm'] for r in results])}, the benchmark-level ceiling"
+        f" {mean_sd([r['discrimination']['benchmark_ceiling'] for r in results])}"
+    )
+    for k, shift in enumerate(first["shifts"]):
+        rows = [r["discrimination"]["shifts"][k] for r in results]
+        print(f"  β {shift['beta']:<5} correct-over-incorrect {mean_sd([x['ranked_right'] for x in rows])}"
+              f"  rm_node_executed-n1 {mean_sd([x['gain'] for x in rows], digits=2, sign='+')} points")  # fmt: skip
     print(
         "times (s): "
         + ", ".join(f"seed {r['seed']}: policy {r['time/policy_s']:.0f}, RM {r['time/rm_s']:.0f}" for r in results)

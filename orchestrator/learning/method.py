@@ -243,10 +243,12 @@ class LearnedMethod:
         embedder: Embedder | None = None,
         decides_composites: bool = False,
         reward_model: str | None = None,
+        best_of_cost: float | None = None,
     ) -> Any:
         """The runtime learned policy (`policies.learned.LearnedPolicy`) on this fitted network
         and calibration at λ: what a live run decides with (`decides_composites`: its decompose
-        head was trained on composite decisions; `reward_model`: an OrchRM checkpoint for best-of-N)."""
+        head was trained on composite decisions; `reward_model`: an OrchRM checkpoint for best-of-N,
+        `best_of_cost`: the weight of estimated cost in its scoring of composite plans)."""
         from orchestrator.policies.learned import LearnedPolicy, LearnedPolicyConfig, LoadedPolicy
 
         if self.net is None or self.context is None:
@@ -261,7 +263,11 @@ class LearnedMethod:
         )
         return LearnedPolicy(
             LearnedPolicyConfig(
-                checkpoint="<in memory>", cost_preference=lam, cascade=cascade, reward_model=reward_model
+                checkpoint="<in memory>",
+                cost_preference=lam,
+                cascade=cascade,
+                reward_model=reward_model,
+                best_of_cost=best_of_cost,
             ),
             embedder=embedder or self.embedder,
             loaded=loaded,

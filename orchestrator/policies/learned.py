@@ -101,6 +101,8 @@ class LearnedPolicyConfig:
     cost_preference: float  # λ when the request carries none
     retries: int = 1  # same-pair retries of a transient failure
     reward_model: str | None = None  # OrchRM checkpoint that picks among best-of-N candidates
+    # How much best-of-N over composite plans weighs a plan's estimated cost (None: the run's λ).
+    best_of_cost: float | None = None
     # Review answers by the agreement cascade: a gate (benchmark -> (second opinion, escalation)),
     # or True for the checkpoint's own gate at the nearest λ it was fit at (its presets').
     cascade: Gate | bool | None = None
@@ -120,11 +122,16 @@ class LearnedPolicyConfig:
         if preset not in PRESETS:
             raise ValueError(f"unknown preset {preset!r}; choose one of {', '.join(PRESETS)}")
         lam = config.get("cost_preference")
+        weight = config.get("best_of_cost")
+        if weight is not None and (isinstance(weight, bool) or not isinstance(weight, int | float)
+                                   or not math.isfinite(weight) or weight < 0):  # fmt: skip
+            raise ValueError(f"best_of_cost must be a non-negative number, not {weight!r}")
         return cls(
             checkpoint=str(checkpoint),
             cost_preference=float(lam) if lam is not None else PRESETS[preset],
             retries=int(config.get("retries", 1)),
             reward_model=str(config["reward_model"]) if config.get("reward_model") else None,
+            best_of_cost=float(weight) if weight is not None else None,
             cascade=parse_gate(config.get("cascade")),
             calibration=config.get("calibration"),
             calibration_key=str(config["calibration_key"]) if config.get("calibration_key") else None,

@@ -6,8 +6,10 @@ node split or solved whole by a draw from the decompose head's probability at λ
 no pair can take all its parts), each recorded part's pair drawn from the pair softmax at λ.
 OrchRM scores each plan node by node (`composite.rm.node_scores` offline): the mean over
 its recorded parts of the probability that the pair answering the part is right (its one-node
-plan's accuracy reward, Platt-scaled as the checkpoint records, `RewardModel.platt`) less λ
-times that pair's estimated cost on the part, in the policy's units. The top plan is carried
+plan's accuracy reward, Platt-scaled as the checkpoint records, `RewardModel.platt`) less a
+weight times that pair's estimated cost on the part, in the policy's units: the run's λ, or
+the config's `best_of_cost` where it sets one (`evaluate_rm_composite` fits one that keeps
+the picks at the policy's own plans' estimated cost on the train composites). The top plan is carried
 out: the root's choice now, each part's when the part comes up (its metadata's `planned`), so
 a replayed step decides the same. A part whose planned pair is not admissible any more, a
 repair and a replan are the policy's own choices again.
@@ -124,6 +126,7 @@ def choose(
     """The root's action under the best of N plans, each plan and its score noted on the root."""
     assert policy.scorer is not None
     n, lam = observation.best_of, policy.lam(observation)
+    weight = policy.learned.best_of_cost if policy.learned.best_of_cost is not None else lam
     top = tree(policy, root.text, items, observation)
     rng = np.random.default_rng(zlib.crc32(root.text.encode()))  # a replayed step draws the same
     plans = [draw(top, rng) for _ in range(n)]
@@ -138,7 +141,7 @@ def choose(
             continue
         reward = policy.scorer.score(part.view.text, part.view.domain or "", [by_ref[r] for r in used], lam=0.0)
         for ref, r in zip(used, reward, strict=True):
-            value[id(part), ref] = (1 / (1 + np.exp(-(a * r + b))), lam * float(part.cost[part.refs.index(ref)]))
+            value[id(part), ref] = (1 / (1 + np.exp(-(a * r + b))), weight * float(part.cost[part.refs.index(ref)]))
     rows, scores = [], []
     for plan, answered in zip(plans, each, strict=True):
         known = [value.get((id(p), ref), (0.0, 0.0)) for p, ref in answered]
@@ -148,8 +151,8 @@ def choose(
         rows.append({"plan": plan, "right": right, "lam_cost": spend, "score": right - spend,
                      "decomposed": "split" in plan})  # fmt: skip
     chosen = int(np.argmax(scores))
-    note = {"best_of": {"n": n, "lam": lam, "sampler": SAMPLER, "candidates": rows, "chosen": chosen,
-                        "executed": 1, "scoring_tokens": 0}}  # fmt: skip
+    note = {"best_of": {"n": n, "lam": lam, "cost_weight": weight, "sampler": SAMPLER, "candidates": rows,
+                        "chosen": chosen, "executed": 1, "scoring_tokens": 0}}  # fmt: skip
     return act(root.key, plans[chosen], items, note=note)
 
 

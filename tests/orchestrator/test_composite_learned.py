@@ -162,6 +162,24 @@ def test_best_of_n_at_run_time_scores_whole_plans_and_carries_out_the_chosen_one
     assert all(s.root is not None and "best_of" not in s.root.metadata for s in plain)
     if uniform:
         assert own != plans
+    # best_of_cost weighs the estimated cost in place of λ: 0 picks the likeliest plan to be
+    # right, a large weight the cheapest one.
+    for weight in (0.0, 1e4):
+        weighed = learned.method.runtime_policy(
+            0.1, decides_composites=True, reward_model=str(path), best_of_cost=weight
+        )
+        with torch.no_grad():
+            _, runs = route_composites(costing.table, composites, weighed, lam=0.1, best_of=6)
+        for state in runs:
+            assert state.root is not None
+            note = state.root.metadata["best_of"]
+            assert note["cost_weight"] == weight and note["lam"] == 0.1
+            candidates, chosen = note["candidates"], note["candidates"][note["chosen"]]
+            if weight == 0:
+                assert all(c["lam_cost"] == 0 for c in candidates)
+                assert chosen["right"] == max(c["right"] for c in candidates)
+            else:
+                assert chosen["lam_cost"] == min(c["lam_cost"] for c in candidates) > 0
 
 
 def test_the_evaluation_reports_the_learned_policys_rates_and_decisions(tmp_path, capsys) -> None:

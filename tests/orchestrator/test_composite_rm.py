@@ -124,10 +124,48 @@ def test_the_evaluation_reports_held_out_pairs_and_best_of_n(tmp_path, capsys) -
     assert 0.0 <= low <= high <= 1.0 and "an evaluation device, not a method" in printed
     assert seed["lines"]["rm_node_executed"]["cost"] <= seed["lines"]["n1"]["cost"] + 1e-12  # n1 itself is within
     # The same best-of-N as live runs decide it, through the core: each test composite a run.
-    assert set(seed["live"]) == {"engine", "engine_best_of"} and "engine_best_of-engine" in printed
+    assert set(seed["live"]) == {"engine", "engine_best_of", "engine_best_of_at_greedy"}
+    assert "engine_best_of-engine" in printed and "engine_best_of_at_greedy-engine" in printed
+    assert seed["best_of_cost"] >= 0
     assert all(0 <= line["score"] <= 1 and line["cost"] > 0 for line in seed["live"].values())
     lines = seed["lines"]
     assert lines["oracle"]["score"] >= max(lines[n]["score"] for n in ("n1", "rm", "rm_matched")) - 1e-9
+    # What a better estimate would gain: unshifted, it is rm_node_executed's own gain; moved
+    # toward the recorded outcomes, it ranks the test items' pairs better and better.
+    takes = seed["discrimination"]
+    shifts = takes["shifts"]
+    assert shifts[0]["beta"] == 0 and "What a better per-leaf estimate would gain" in printed
+    assert shifts[0]["gain"] == pytest.approx(np.mean(seed["draw_gains"]["rm_node_executed-n1"]), abs=1e-6)
+    assert shifts[0]["ranked_right"] == pytest.approx(takes["orchrm"])
+    ranked = [s["ranked_right"] for s in shifts]
+    assert ranked == sorted(ranked) and takes["pairs"] > 0
+
+
+def test_the_best_of_cost_weight_holds_the_picks_at_the_policys_own_plans_cost() -> None:
+    from orchestrator.evaluate_rm_composite import fit_best_of_cost
+
+    t = mixed_table(40)
+    costing = CompositeCosting(t, planner_price=PRICE)
+    c = Composite("c", (0, 2), "same_domain", False)
+    est = estimates(t, [0, 2])  # pairs 0 / 1 / 2 cost 1 / 2 / 3 on each part
+    probability = np.tile([0.2, 0.5, 0.9], (2, 1))
+    dear, cheap = Decompose((2, 2)), Decompose((0, 0))
+    # Unweighed, the dear plan wins (0.9 against 0.2); it costs 6 against the own plan's 4, so the
+    # weight must make the cheap one win: 0.9 - 3w < 0.2 - w, w > 0.35.
+    weight = fit_best_of_cost([c], [[dear, cheap]], [Decompose((1, 1))], probability, est, est, costing, 1.0)
+    assert weight == pytest.approx(0.35, abs=1e-6) and weight > 0.35
+    # Held at the dear plan's own cost, nothing needs weighing.
+    assert fit_best_of_cost([c], [[dear, cheap]], [dear], probability, est, est, costing, 1.0) == 0.0
+
+
+def test_ranked_right_counts_the_pairs_an_estimate_orders_right_first() -> None:
+    from orchestrator.evaluate_rm_composite import ranked_right
+    from orchestrator.reward.pairs import TablePairs
+
+    pairs = TablePairs(np.array([0, 0, 1]), np.array([0, 1, 2]), np.array([2, 2, 0]), np.array(["c"] * 3))
+    estimate = np.array([[0.9, 0.1, 0.5], [0.3, 0.3, 0.3]])
+    # item 0: 0.9 > 0.5 (right first), 0.1 < 0.5 (wrong first); item 1: a tie, half
+    assert ranked_right(pairs, estimate) == pytest.approx((1 + 0 + 0.5) / 3)
 
 
 def test_the_budget_shrinks_until_the_picks_execute_within_the_reference() -> None:

@@ -101,6 +101,14 @@ def test_a_cascade_gate_is_checked() -> None:
     assert gate == {"gsm8k": (1, 0)}
 
 
+@pytest.mark.parametrize("weight", [-1, "0.1", True, float("inf")])
+def test_a_best_of_cost_weight_is_a_non_negative_number(weight) -> None:
+    with pytest.raises(ValueError, match="best_of_cost must be a non-negative number"):
+        LearnedPolicyConfig.from_mapping({"checkpoint": "x.pt", "best_of_cost": weight})
+    assert LearnedPolicyConfig.from_mapping({"checkpoint": "x.pt", "best_of_cost": 2}).best_of_cost == 2.0
+    assert LearnedPolicyConfig.from_mapping({"checkpoint": "x.pt"}).best_of_cost is None
+
+
 def test_a_pair_without_a_recording_fails_as_replay_does() -> None:
     table, _ = synthetic_table(n=2, seed=3)
     table.score[0, 1] = np.nan

@@ -127,7 +127,7 @@ def test_best_of_without_a_reward_model_is_422(api_as, make_user, pool_id: int) 
     assert api_as(user=me).post("/runs", body).status_code == 201
 
 
-def test_a_learned_runs_cascade_is_checked_when_the_run_is_asked_for(
+def test_a_learned_runs_config_is_checked_when_the_run_is_asked_for(
     api_as, make_user, pool_id: int, settings, tmp_path
 ) -> None:
     """`policy_config.cascade`: a malformed gate, or `true` on a checkpoint that carries no gate,
@@ -151,9 +151,14 @@ def test_a_learned_runs_cascade_is_checked_when_the_run_is_asked_for(
     me = make_user(Role.VIEWER)
     api = api_as(user=me)
     task = TaskFactory(owner=me).pk
-    for checkpoint, cascade, words in ((demo, {"gsm8k": [1, 5]}, "escalation 0 or 1"), (old, True, "no cascade gate")):
+    refused = (
+        (demo, {"cascade": {"gsm8k": [1, 5]}}, "escalation 0 or 1"),
+        (old, {"cascade": True}, "no cascade gate"),
+        (demo, {"best_of_cost": -1}, "best_of_cost must be a non-negative number"),
+    )
+    for checkpoint, config, words in refused:
         body = {"task_id": task, "pool_id": pool_id, "policy": "learned", "checkpoint_id": checkpoint.pk,
-                "policy_config": {"cascade": cascade}}  # fmt: skip
+                "policy_config": config}  # fmt: skip
         response = api.post("/runs", body)
         assert response.status_code == 422, response.json_body
         assert words in str(response.json_body) and "policy_config" in str(response.json_body)
