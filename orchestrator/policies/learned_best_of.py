@@ -9,9 +9,9 @@ its recorded parts of the probability that the pair answering the part is right 
 plan's accuracy reward, Platt-scaled as the checkpoint records, `RewardModel.platt`) less a
 weight times that pair's estimated cost on the part, in the policy's units: the run's λ, or
 the config's `best_of_cost` where it sets one (`evaluate_rm_composite` fits one that keeps
-the picks at the policy's own plans' estimated cost on the train composites). The top plan is carried
-out: the root's choice now, each part's when the part comes up (its metadata's `planned`), so
-a replayed step decides the same. A part whose planned pair is not admissible any more, a
+the picks at the policy's own plans' estimated cost on the train composites). The top plan
+is carried out: the root's choice now, each part's when the part comes up (its metadata's
+`planned`), so a replayed step decides the same. A part whose planned pair is not admissible any more, a
 repair and a replan are the policy's own choices again.
 
 A plan, as notes and metadata hold it: `{"pair": [endpoint_id, primitive]}` for a recorded
