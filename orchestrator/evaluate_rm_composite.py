@@ -278,21 +278,21 @@ def discrimination_lines(
         "pairs": len(pairs),
         "orchrm": ranked_right(pairs, leaf["node"]),
         "benchmark_ceiling": ranked_right(pairs, leaf["benchmark"]),
-        "shifts": [],
     }
-    for beta in SHIFTS:
-        shifted = 1 / (1 + np.exp(-(logit + beta * right)))
-        gains = []
-        for candidates, c in zip(drawn, judged, strict=True):
-            flat = [comp for comp in composites for _ in range(len(candidates[0]))]
-            plans = [plan for row in candidates for plan in row]
-            score = node_scores(flat, plans, rows, shifted, costing).reshape(c.score.shape)
-            target, executed = float(c.est.mean()), float(c.cost.mean())
+    shifted = [1 / (1 + np.exp(-(logit + beta * right))) for beta in SHIFTS]
+    gains: list[list[float]] = [[] for _ in SHIFTS]
+    for candidates, c in zip(drawn, judged, strict=True):
+        flat = [comp for comp in composites for _ in range(len(candidates[0]))]
+        plans = [plan for row in candidates for plan in row]
+        target, executed = float(c.est.mean()), float(c.cost.mean())
+        for estimate, gain in zip(shifted, gains, strict=True):
+            score = node_scores(flat, plans, rows, estimate, costing).reshape(c.score.shape)
             chosen = select_matched(score, c.est, budget_scale(score, c.est, c.cost, target, executed) * target)
-            gains.append(100 * float(c.score[np.arange(len(chosen)), chosen].mean() - c.score.mean()))
-        out["shifts"].append(
-            {"beta": beta, "ranked_right": ranked_right(pairs, shifted), "gain": float(np.mean(gains))}
-        )
+            gain.append(100 * float(c.score[np.arange(len(chosen)), chosen].mean() - c.score.mean()))
+    out["shifts"] = [
+        {"beta": beta, "ranked_right": ranked_right(pairs, estimate), "gain": float(np.mean(gain))}
+        for beta, estimate, gain in zip(SHIFTS, shifted, gains, strict=True)
+    ]
     return out
 
 
