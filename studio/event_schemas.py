@@ -116,7 +116,7 @@ class BestOfPlanCandidate(Payload):
         'part\'s being {"pair": [endpoint, primitive]}'
     )
     right: float = Field(description="OrchRM's probability of a right answer, averaged over the parts")
-    lam_cost: float = Field(description="λ times the estimated cost, averaged over the parts")
+    lam_cost: float = Field(description="the note's cost_weight times the estimated cost, averaged over the parts")
     score: float = Field(description="right - lam_cost: the candidate of highest score is executed")
     decomposed: bool
 
@@ -126,6 +126,9 @@ class BestOfNote(Payload):
 
     n: int
     lam: float
+    cost_weight: float | None = Field(
+        None, description="what a composite plan's estimated cost is weighed by: λ, or the run's best_of_cost"
+    )
     sampler: str
     candidates: list[BestOfCandidate] | list[BestOfPlanCandidate]
     chosen: int = Field(description="the index of the candidate executed")

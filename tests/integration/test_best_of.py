@@ -60,8 +60,11 @@ def test_best_of_4_executes_one_pair_chosen_among_4_scored_candidates(
         rm = train_job("reward_model", researcher, {"outcomes": [outcomes.name], "rm": TINY_RM})  # the real MiniLM
         task = task_create(owner=researcher, text="question 3", metadata={"item_id": "t.3"})
         run = wait_for_run(
-            run_create(owner=researcher, task_id=task.pk, pool_id=pool.pk, best_of=4, cost_preference=0.05).pk
-        )
+            run_create(
+                owner=researcher, task_id=task.pk, pool_id=pool.pk, best_of=4, cost_preference=0.05,
+                policy_config={"best_of_cost": 0.2},
+            ).pk
+        )  # fmt: skip
         tree = run_tree(user=researcher, run_id=run.pk)
     assert run.status == "succeeded", run.end_reason
     assert (run.policy, run.best_of) == ("learned", 4)
@@ -110,13 +113,17 @@ def test_a_composite_request_with_best_of_runs_the_whole_plan_it_chose(
         item_ids = ["t.1", "t.2", "t.7", "t.8"]
         task = task_create_composite(owner=researcher, items=[("synthetic", i) for i in item_ids])
         run = wait_for_run(
-            run_create(owner=researcher, task_id=task.pk, pool_id=pool.pk, best_of=4, cost_preference=0.05).pk
-        )
+            run_create(
+                owner=researcher, task_id=task.pk, pool_id=pool.pk, best_of=4, cost_preference=0.05,
+                policy_config={"best_of_cost": 0.2},
+            ).pk
+        )  # fmt: skip
         tree = run_tree(user=researcher, run_id=run.pk)
     assert run.status == "succeeded", run.end_reason
     root = next(node for node in tree["nodes"] if node.key == "root")
     best_of = root.metadata["best_of"]
     assert best_of["n"] == 4 and len(best_of["candidates"]) == 4 and best_of["scoring_tokens"] == 0
+    assert (best_of["lam"], best_of["cost_weight"]) == (0.05, 0.2)  # the run's best_of_cost weighs the cost
     scores = [c["score"] for c in best_of["candidates"]]
     assert best_of["chosen"] == scores.index(max(scores))
     plan = best_of["candidates"][best_of["chosen"]]["plan"]
@@ -128,7 +135,8 @@ def test_a_composite_request_with_best_of_runs_the_whole_plan_it_chose(
         parts = [n for n in tree["nodes"] if n.parent is not None and n.parent.key == "root" and n.kind == "subtask"]
         assert [p.metadata[PLANNED] for p in parts] == plan["split"]
         assert called == sorted((p.key, *p.metadata[PLANNED]["pair"]) for p in parts)
-    assert RunEvent.objects.filter(run=run, type="node.noted").exists()
+    noted = RunEvent.objects.get(run=run, type="node.noted", payload__key="root")
+    assert noted.payload["best_of"]["cost_weight"] == 0.2  # the event carries it, within its schema
 
 
 def test_best_of_without_a_reward_model_is_422_on_the_openai_endpoint(db: None) -> None:

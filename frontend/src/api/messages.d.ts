@@ -142,6 +142,11 @@ export interface components {
              * @description the index of the candidate executed
              */
             chosen: number;
+            /**
+             * Cost Weight
+             * @description what a composite plan's estimated cost is weighed by: λ, or the run's best_of_cost
+             */
+            cost_weight?: number | null;
             /** Executed */
             executed: number;
             /** Lam */
@@ -162,7 +167,7 @@ export interface components {
             decomposed: boolean;
             /**
              * Lam Cost
-             * @description λ times the estimated cost, averaged over the parts
+             * @description the note's cost_weight times the estimated cost, averaged over the parts
              */
             lam_cost: number;
             /**
