@@ -181,6 +181,15 @@ def reward_of(net: RewardNet, tasks: np.ndarray, feats: np.ndarray, lam: float) 
     return scores
 
 
+def flattened(
+    composites: Sequence[Composite], candidates: Sequence[Sequence[Plan]]
+) -> tuple[list[Composite], list[Plan]]:
+    """Each composite repeated once per candidate, beside its candidates, in row order ([n * N] each)."""
+    return [c for c, row in zip(composites, candidates, strict=True) for _ in row], [
+        p for row in candidates for p in row
+    ]
+
+
 @dataclass(frozen=True)
 class Candidates:
     """N plans per composite, judged: recorded score and executed cost, and what each scorer
@@ -208,8 +217,7 @@ class Judge:
         spend: LeafEstimates, leaf: dict[str, np.ndarray], tasks: np.ndarray,
     ) -> Candidates:  # fmt: skip
         n = len(candidates[0])
-        flat = [c for c in composites for _ in range(n)]
-        plans = [p for row in candidates for p in row]
+        flat, plans = flattened(composites, candidates)
         shape = (len(composites), n)
         feats, _ = plan_features(flat, plans, estimates, self.costing, self.cost_ref)
         _, est = plan_features(flat, plans, spend, self.costing, self.cost_ref)
@@ -282,8 +290,7 @@ def discrimination_lines(
     shifted = [1 / (1 + np.exp(-(logit + beta * right))) for beta in SHIFTS]
     gains: list[list[float]] = [[] for _ in SHIFTS]
     for candidates, c in zip(drawn, judged, strict=True):
-        flat = [comp for comp in composites for _ in range(len(candidates[0]))]
-        plans = [plan for row in candidates for plan in row]
+        flat, plans = flattened(composites, candidates)
         target, executed = float(c.est.mean()), float(c.cost.mean())
         for estimate, gain in zip(shifted, gains, strict=True):
             score = node_scores(flat, plans, rows, estimate, costing).reshape(c.score.shape)
@@ -307,8 +314,7 @@ def fit_best_of_cost(
     policy's per-domain costs over `cost_ref`, its units); the budget is held on `spend`, as
     the evaluation's lines are (the planner calls included)."""
     n = len(candidates[0])
-    flat = [c for c in composites for _ in range(n)]
-    plans = [p for row in candidates for p in row]
+    flat, plans = flattened(composites, candidates)
     right = node_scores(flat, plans, estimates.rows, probability, costing).reshape(-1, n)
     unit = node_scores(flat, plans, estimates.rows, estimates.cost / cost_ref, costing).reshape(-1, n)
     est = plan_features(flat, plans, spend, costing, cost_ref)[1].reshape(-1, n)

@@ -11,8 +11,8 @@ weight times that pair's estimated cost on the part, in the policy's units: the 
 the config's `best_of_cost` where it sets one (`evaluate_rm_composite` fits one that keeps
 the picks at the policy's own plans' estimated cost on the train composites). The top plan
 is carried out: the root's choice now, each part's when the part comes up (its metadata's
-`planned`), so a replayed step decides the same. A part whose planned pair is not admissible any more, a
-repair and a replan are the policy's own choices again.
+`planned`), so a replayed step decides the same. A part whose planned pair is not admissible
+any more, a repair and a replan are the policy's own choices again.
 
 A plan, as notes and metadata hold it: `{"pair": [endpoint_id, primitive]}` for a recorded
 part, `{"solve": [endpoint_id, primitive]}` for a node solved whole, `{"split": [plan, ...]}`
