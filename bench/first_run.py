@@ -1,6 +1,6 @@
 """First run: how long a fresh `make up` takes to serve the learned policy.
 
-    .venv/bin/python bench/first_run.py [--port 8790] [--timeout 600]
+    .venv/bin/python bench/first_run.py [--port N] [--timeout 600]
 
 `manage.py up` runs as `make up` runs it, on embedded PostgreSQL and Redis (DATABASE_URL and
 REDIS_URL are dropped) and a data folder of its own that the bench empties first
@@ -30,6 +30,10 @@ from pathlib import Path
 import httpx
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench.harness import free_port  # noqa: E402
+
 DATA_DIR = Path(os.environ.get("BENCH_DATA_DIR", ROOT / ".data" / "first-run")).resolve()
 GOAL_S = 60.0
 
@@ -71,9 +75,10 @@ def token(env: dict[str, str]) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--port", type=int, default=8790)
+    parser.add_argument("--port", type=int, default=None, help="the studio's port (default: a free one)")
     parser.add_argument("--timeout", type=float, default=600, help="give up after this many seconds")
     args = parser.parse_args()
+    args.port = args.port or free_port()
     from openai import OpenAI
 
     shutil.rmtree(DATA_DIR, ignore_errors=True)

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import errno
 import json
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
@@ -22,6 +25,47 @@ def fresh_channel_layer() -> None:
     from channels.layers import channel_layers
 
     channel_layers.backends.clear()
+
+
+UP_DEFAULT_PORT = 8000  # `manage.py up`'s, and so `make up`'s
+
+
+class _Held(BaseHTTPRequestHandler):
+    def do_GET(self) -> None:  # noqa: N802 - http.server's name
+        body = b"Port 8000 is held by the test suite (tests/conftest.py): a test must take a free port.\n"
+        self.send_response(503)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    do_POST = do_HEAD = do_GET  # noqa: N815
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture(scope="session", autouse=True)
+def up_default_port_held() -> Iterator[ThreadingHTTPServer | None]:
+    """Port 8000 on 127.0.0.1 held for the whole run, as a developer's `make up` beside the tests
+    holds it: a test or a server it starts that relies on the default port fails here, not only
+    on a machine where the studio runs. It answers 503 saying so. Where something listens there
+    already, that is the same check, and it is left alone (None)."""
+    try:
+        server = ThreadingHTTPServer(("127.0.0.1", UP_DEFAULT_PORT), _Held)
+    except OSError as exc:
+        if exc.errno != errno.EADDRINUSE:
+            raise
+        yield None
+        return
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, name="port-8000-held", daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -74,8 +74,11 @@ def test_options_that_make_no_sense_are_refused(given: dict[str, Any], message: 
 
 
 def manage(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    """A `manage.py` command in a process of its own, on the dev settings and this test's services."""
-    child_env = {**os.environ, "DJANGO_SETTINGS_MODULE": "studio.settings.dev", **env}
+    """A `manage.py` command in a process of its own, on the dev settings and this test's services.
+    A web server it would start gets a free port (ORCHESTRA_PORT), never `up`'s default 8000,
+    which a developer's `make up` beside the tests may hold (tests/conftest.py holds it too)."""
+    child_env = {**os.environ, "DJANGO_SETTINGS_MODULE": "studio.settings.dev", "ORCHESTRA_PORT": str(free_port())}
+    child_env.update(env)
     return subprocess.run(
         [sys.executable, "manage.py", *args], cwd=ROOT, env=child_env, capture_output=True, text=True, timeout=120
     )
