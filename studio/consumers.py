@@ -5,9 +5,11 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import parse_qs
 
+from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
+from studio import fast_intents
 from studio.models import Run, RunEvent, User
 from studio.permissions import can_read_run, can_see_everything
 from studio.services.evaluation_progress import evaluation_group, evaluation_message
@@ -24,6 +26,17 @@ REPLAY_BATCH = 500
 def _may_watch(user: User, run_id: int) -> bool:
     run = Run.objects.filter(pk=run_id).only("id", "owner_id").first()
     return run is not None and can_read_run(user, run)
+
+
+def _held_then_recorded(run_id: int) -> bool:
+    return fast_intents.pending(run_id) and fast_intents.wait_recorded(run_id)
+
+
+async def _recorded(run_id: int) -> bool:
+    """Whether a run that /v1's fast path answered was being written, and now is
+    (`studio.fast_intents`); waited for on a thread of its own, not the consumers' shared
+    database thread, for ORCHESTRA_FAST_READ_WAIT_S at most."""
+    return await sync_to_async(_held_then_recorded, thread_sensitive=False)(run_id)
 
 
 @database_sync_to_async
@@ -54,7 +67,9 @@ class RunConsumer(AsyncJsonWebsocketConsumer):
         if user is None or not user.is_authenticated:
             await self.close(code=CLOSE_UNAUTHENTICATED)
             return
-        if not await _may_watch(user, self.run_id):
+        if not await _may_watch(user, self.run_id) and not (
+            await _recorded(self.run_id) and await _may_watch(user, self.run_id)
+        ):
             await self.close(code=CLOSE_FORBIDDEN)
             return
         self.group = run_group(self.run_id)

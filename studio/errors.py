@@ -34,6 +34,12 @@ class ServerError(ApplicationError):
     status = 500
 
 
+class Unavailable(ApplicationError):
+    """Not there yet, through no fault of the request: try again in a moment (503, Retry-After)."""
+
+    status = 503
+
+
 class Invalid(ApplicationError):
     """Input that parses but breaks a rule; `extra["field"]` names the field."""
 

@@ -88,7 +88,8 @@ def run_step(run_id: int) -> None:
 
 @app.task(bind=True, name="workers.runs_recover", acks_late=False, time_limit=120, soft_time_limit=100)
 def runs_recover(self: Task) -> None:
-    """Step every run that went quiet (see studio.services.scheduling.runs_recover), and fail
+    """Write the /v1 runs whose web process died during their call (studio.services.fast_lost),
+    step every run that went quiet (see studio.services.scheduling.runs_recover), and fail
     the jobs of workers that stopped answering (studio.services.evaluations.jobs_fail_silent).
     Queued every ORCHESTRA_RECOVERY_INTERVAL_S by one worker (workers.celery.RecoverySweep); a
     lost one is simply queued again next time."""
@@ -96,8 +97,10 @@ def runs_recover(self: Task) -> None:
 
     from studio.services.collections import collections_resume_quiet
     from studio.services.evaluations import jobs_fail_silent
+    from studio.services.fast_lost import fast_runs_lost
     from studio.services.scheduling import runs_recover as recover
 
+    fast_runs_lost()
     recover()
     if count := collections_resume_quiet():
         log.warning("%d collection(s) went quiet (their runner died?) and are queued again to resume", count)

@@ -43,7 +43,10 @@ def data_error_detail(exc: DataError) -> str:
 def install(api: NinjaAPI) -> None:
     @api.exception_handler(ApplicationError)
     def application_error(request: HttpRequest, exc: ApplicationError) -> HttpResponse:
-        return api.create_response(request, {"detail": exc.message, **exc.extra}, status=exc.status)
+        response = api.create_response(request, {"detail": exc.message, **exc.extra}, status=exc.status)
+        if exc.status == 503:
+            response["Retry-After"] = "1"
+        return response
 
     @api.exception_handler(ValidationError)
     def invalid_input(request: HttpRequest, exc: ValidationError) -> HttpResponse:

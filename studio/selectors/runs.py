@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from django.db.models import QuerySet
 
-from studio.errors import NotFound
+from studio import fast_intents
+from studio.db import connection_release
+from studio.errors import NotFound, Unavailable
 from studio.models import Run, RunEvent, Task, User
 from studio.permissions import can_read_run, can_see_everything, can_view_task
 
@@ -68,8 +70,20 @@ def run_list(
     return runs.order_by("-created_at", "-id")
 
 
+def run_recorded(run_id: int) -> None:
+    """Return once a run that /v1's fast path answered is written (a worker writes it just after
+    the answer: `studio.fast_intents`); a 503 if that takes over ORCHESTRA_FAST_READ_WAIT_S. The
+    database connection goes back to the pool meanwhile."""
+    connection_release()
+    if not fast_intents.wait_recorded(run_id):
+        raise Unavailable(f"Run {run_id} was answered and is being recorded; try again in a moment.")
+
+
 def run_get(*, user: User, run_id: int) -> Run:
     run = Run.objects.select_related("task", "owner").filter(pk=run_id).first()
+    if run is None and fast_intents.pending(run_id):
+        run_recorded(run_id)
+        run = Run.objects.select_related("task", "owner").filter(pk=run_id).first()
     if run is None or not can_read_run(user, run):
         raise NotFound(f"Run {run_id} does not exist.")
     return run

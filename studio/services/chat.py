@@ -189,8 +189,8 @@ def _fast_fits(chat: ChatIn) -> bool:
 
 def _prepare(request: HttpRequest) -> Started:
     """The request's first work, in one hop to its sync thread: its token, its body, its pool,
-    then its run decided in memory if it fits the fast path, and that run's call started. The
-    set-up is read as of one generation (`setup_cache.one_generation`)."""
+    then its run decided in memory if it fits the fast path, held in Redis (`fast_hold`), and
+    that run's call started. The set-up is read as of one generation (`setup_cache.one_generation`)."""
     try:
         with one_generation():
             user = bearer_user(request.headers.get("Authorization", ""))
@@ -207,6 +207,8 @@ def _prepare(request: HttpRequest) -> Started:
                 )  # fmt: skip
     finally:
         connection_release()  # the request may wait long now: its connection goes back to the pool
+    if started.fast is not None and not fast_path.fast_hold(started.fast):
+        started.fast = None  # no record of the call could be kept: the full machinery writes the run first
     if started.fast is not None:
         started.run = started.fast.run
         fast_path.fast_start(started.fast)

@@ -10,6 +10,11 @@ by name); its envelope is folded in as `attempts_finish` folds it, and a second 
 run.
 
 - Ids come from the tables' sequences before the call (one query), so the answer names its run.
+- Before the call, the run's rows as they stand are held in Redis (`fast_hold`,
+  `studio.fast_intents`, one round trip): if this process dies during the call, the recovery
+  sweep writes the run with its call lost (`studio.services.fast_lost`), and until the run is
+  written a read of it waits for it. Where Redis cannot hold them, the full machinery takes
+  the request: no provider call goes out without a record of it.
 - The whole run (task, run, node, attempt, events) goes to queue `orchestrator` as one message
   (`run_record.payload_dump`), sent from the call's thread before the answer goes out; a worker
   writes it (`run_record`). Nothing is lost if this process dies after answering: the message
@@ -41,7 +46,7 @@ from orchestrator import core
 from orchestrator.core.state import RUN_ENDED, AttemptState, NodeState, RunState
 from orchestrator.envelope import Envelope
 from orchestrator.policies import Policy
-from studio import queues
+from studio import fast_intents, queues
 from studio.db import connection_release
 from studio.models import Attempt, Node, Run, RunEvent, Task, User
 from studio.selectors.setup_cache import PoolView, cached, pool_view
@@ -175,6 +180,12 @@ def fast_prepare(
     fast.times.append(now)
     fast.batches.append(created + state.take_changes().events)
     return fast
+
+
+def fast_hold(fast: FastRun) -> bool:
+    """Hold the run's rows as they stand, its call about to start, until its record is written
+    (`studio.fast_intents`); False when Redis cannot: then the call must not go out from here."""
+    return fast_intents.hold(fast.run.pk, _payload(fast, []))
 
 
 def fast_start(fast: FastRun) -> None:

@@ -15,6 +15,7 @@ from studio.settings.env import (
     broker_kind,
     broker_transport_options,
     env_bool,
+    env_float,
     env_int,
     env_list,
     env_str,
@@ -242,6 +243,9 @@ ORCHESTRA_OPENAI_WAIT_S = env_int("ORCHESTRA_OPENAI_WAIT_S", 300)
 # after the answer; off: every request takes the full machinery (Celery steps and workers).
 ORCHESTRA_FAST_PATH = env_bool("ORCHESTRA_FAST_PATH", True)
 ORCHESTRA_FAST_THREADS = env_int("ORCHESTRA_FAST_THREADS", 64)
+# A fast run is written by a worker just after its answer; a read of it (the run, its tree, its
+# events, its WebSocket) that comes first waits for it this long at most, then answers 503.
+ORCHESTRA_FAST_READ_WAIT_S = env_float("ORCHESTRA_FAST_READ_WAIT_S", 5.0)
 # The function that calls a pair there, named as studio/ names the workers' tasks: by name.
 ORCHESTRA_ATTEMPT_EXECUTOR = "workers.execution.execute_here"
 # GET /metrics (studio/metrics.py): allowed from these addresses (comma-separated, CIDR or

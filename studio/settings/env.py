@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+import math
 import os
 from pathlib import Path
 from typing import Any
@@ -53,6 +54,19 @@ def env_int(name: str, default: int) -> int:
         return int(raw)
     except ValueError:
         raise ImproperlyConfigured(f"{name}={raw!r} is not an integer.") from None
+
+
+def env_float(name: str, default: float) -> float:
+    raw = env_str(name)
+    if raw is None:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name}={raw!r} is not a number.") from None
+    if not math.isfinite(value) or value < 0:
+        raise ImproperlyConfigured(f"{name}={raw!r} must be a finite number of 0 or more.")
+    return value
 
 
 def env_list(name: str, default: list[str]) -> list[str]:

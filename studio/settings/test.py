@@ -22,7 +22,8 @@ DATABASES["default"].get("OPTIONS", {}).pop("pool", None)  # noqa: F405
 
 DEBUG = False
 SECRET_KEY = "test-only-not-a-secret"  # noqa: S105 - test settings, never deployed
-FIELD_ENCRYPTION_KEYS = [Fernet.generate_key().decode()]
+# A server a test starts in a process of its own gets the test's keys (FIELD_ENCRYPTION_KEY).
+FIELD_ENCRYPTION_KEYS = FIELD_ENCRYPTION_KEYS or [Fernet.generate_key().decode()]  # noqa: F405
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 ALLOWED_HOSTS = ["testserver", "localhost", "127.0.0.1"]
 CELERY_TASK_TIME_LIMIT = 60
@@ -32,8 +33,12 @@ CELERY_TASK_SOFT_TIME_LIMIT = 50
 SERVESTATIC_USE_FINDERS = True
 STATIC_ROOT = None
 
-# A fresh cache namespace per test session: run ids restart with each test database.
-CACHES["default"]["KEY_PREFIX"] = f"orchestra-test-{__import__('uuid').uuid4().hex[:8]}"  # noqa: F405
+# A fresh cache namespace per test session: run ids restart with each test database. A server
+# that a test starts in a process of its own shares the test's (ORCHESTRA_TEST_CACHE_PREFIX).
+CACHES["default"]["KEY_PREFIX"] = (  # noqa: F405
+    __import__("os").environ.get("ORCHESTRA_TEST_CACHE_PREFIX")
+    or f"orchestra-test-{__import__('uuid').uuid4().hex[:8]}"
+)
 
 # Many tests fail a login on purpose, all from one address; the throttle's own tests set
 # the limits they exercise.

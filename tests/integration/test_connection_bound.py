@@ -32,13 +32,13 @@ import httpx
 import pytest
 import redis
 from django.conf import settings
-from django.db import connection
 from openai import OpenAI
 
 from studio.models import Admissibility, Primitive
 from studio.services.pools import endpoint_create
 from studio.services.tokens import token_create
 from tests.factories import PoolFactory, UserFactory
+from tests.support.databases import child_database_url
 from tests.support.scripted_openai import Reply, ScriptedOpenAI
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
@@ -61,13 +61,6 @@ def with_redis_db(url: str, db: int) -> str:
     return parts._replace(path=f"/{db}").geturl()
 
 
-def database_url(application_name: str) -> str:
-    """The test database, as the processes under test reach it, naming them."""
-    parts = urlsplit(os.environ["DATABASE_URL"])
-    query = {**dict(parse_qsl(parts.query)), "application_name": application_name}
-    return parts._replace(path=f"/{connection.settings_dict['NAME']}", query=urlencode(query)).geturl()
-
-
 def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -86,7 +79,7 @@ class Sampler:
     def _run(self) -> None:
         import psycopg
 
-        parts = urlsplit(database_url("bound-sampler"))
+        parts = urlsplit(child_database_url("bound-sampler"))
         with psycopg.connect(parts.geturl(), autocommit=True) as conn:
             while not self.stopped.wait(0.02):
                 rows = conn.execute(
@@ -137,7 +130,7 @@ def stack(tmp_path: Path) -> Iterator[Callable[[], str]]:
     processes = []
     for name, command in commands.items():
         log = (tmp_path / f"{name}.log").open("wb")
-        env = {**base, "DATABASE_URL": database_url(name)}
+        env = {**base, "DATABASE_URL": child_database_url(name)}
         processes.append(subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT))
 
     def ready() -> str:

@@ -4,6 +4,9 @@ server, a real Celery worker and the scripted OpenAI-compatible upstream:
 - the same request gives the same rows (run, node, attempt, events) both ways;
 - the answer comes before the run is written, and a worker that starts only later still
   writes it (the record waits in the broker);
+- the run is held in Redis before its call goes out, and a read of the run, its tree or its
+  events right after the answer waits for it to be written (503 past the wait);
+- where Redis cannot hold it, the full machinery takes the request;
 - a run that goes on after its call (a repair on another pair) is handed over to the
   engine, and the request waits for it on the run's channel group;
 - a run of the full machinery is waited for on its channel group, not by polling.
@@ -12,12 +15,15 @@ server, a real Celery worker and the scripted OpenAI-compatible upstream:
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 from decimal import Decimal
 from typing import Any
 
+import httpx
 import pytest
 from openai import OpenAI
 
+from studio import fast_intents
 from studio.models import Admissibility, Attempt, ModelPool, Node, Primitive, Run, RunEvent, User
 from studio.services import fast_path
 from studio.services.pools import endpoint_create
@@ -129,6 +135,62 @@ def test_the_answer_comes_first_and_a_worker_started_later_writes_the_run(
             run = wait_for_run(run_id, timeout=20)
     assert (run.status, run.final_answer, run.pool_id) == ("succeeded", "42", pool.pk)
     assert Attempt.objects.get(node__run=run).status == "ok"
+
+
+def test_a_read_right_after_the_answer_waits_for_the_run_to_be_written(
+    asgi_server: str, user_token: tuple[User, str], settings: Any
+) -> None:
+    held_at_call: list[int] = []
+
+    def script(body: dict[str, Any]) -> Reply:
+        held_at_call.extend(run_id for run_id, _ in fast_intents.due(float("inf"), limit=100_000))
+        return Reply(content="42")
+
+    with ScriptedOpenAI(script) as server:
+        pool = pool_of(server, ("only", 1.0))
+        raw = ask(asgi_server, user_token[1], pool)  # no worker is running: nothing writes the run yet
+    assert raw.parse().choices[0].message.content == "42"
+    run_id = int(raw.headers["x-orchestra-run-id"])
+    assert run_id in held_at_call  # what the run would be was in Redis before its call went out
+
+    def get(path: str) -> httpx.Response:
+        headers = {"Authorization": f"Bearer {user_token[1]}"}
+        return httpx.get(f"{asgi_server}{path}", headers=headers, timeout=60)
+
+    settings.ORCHESTRA_FAST_READ_WAIT_S = 0.3
+    early = get(f"/api/runs/{run_id}")
+    assert early.status_code == 503 and early.headers["retry-after"] == "1"
+    assert early.json()["detail"] == f"Run {run_id} was answered and is being recorded; try again in a moment."
+    settings.ORCHESTRA_FAST_READ_WAIT_S = 30
+    paths = [f"/api/runs/{run_id}", f"/api/runs/{run_id}/tree", f"/api/runs/{run_id}/events"]
+    with ThreadPoolExecutor(len(paths)) as readers:
+        reads = [readers.submit(get, path) for path in paths]
+        time.sleep(0.5)
+        assert not any(read.done() for read in reads)  # waiting, not 404
+        with running_worker(concurrency=2):
+            answers = [read.result(timeout=30) for read in reads]
+    assert [answer.status_code for answer in answers] == [200, 200, 200]
+    assert answers[0].json()["status"] == "succeeded" and answers[0].json()["final_answer"] == "42"
+    assert [node["key"] for node in answers[1].json()["nodes"]] == ["root"]
+    assert answers[2].json()["items"][-1]["type"] == "run.finished"
+    assert not fast_intents.pending(run_id)
+
+
+def test_where_redis_cannot_hold_the_run_the_full_machinery_takes_it(
+    asgi_server: str, celery_worker: object, user_token: tuple[User, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    class Away:
+        def pipeline(self, **_: Any) -> Any:
+            raise ConnectionError("Redis is away")
+
+    started = spy(monkeypatch, "fast_start")
+    monkeypatch.setattr(fast_intents, "_redis", lambda: Away())
+    with ScriptedOpenAI(lambda body: Reply(content="42")) as server:
+        pool = pool_of(server, ("only", 1.0))
+        raw = ask(asgi_server, user_token[1], pool)
+    assert raw.parse().choices[0].message.content == "42"
+    run = Run.objects.get(pk=int(raw.headers["x-orchestra-run-id"]))  # written before its answer
+    assert started == [] and run.status == "succeeded"
 
 
 def test_a_run_that_goes_on_after_its_call_is_handed_over_and_waited_for(

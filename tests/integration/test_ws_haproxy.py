@@ -23,15 +23,14 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from urllib.parse import parse_qsl, urlencode, urlsplit
 
 import httpx
 import pytest
-from django.db import connection
 
 from studio.services.events import run_event_append, run_events_append
 from studio.services.tokens import token_create
 from tests.factories import RunFactory, UserFactory
+from tests.support.databases import child_database_url
 
 HAPROXY = shutil.which("haproxy") or next(
     (path for path in ("/usr/sbin/haproxy", "/usr/local/sbin/haproxy") if os.path.exists(path)), None
@@ -53,13 +52,6 @@ def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
-
-
-def child_database_url() -> str:
-    """The test database (pytest-django's), as a process of its own reaches it."""
-    parts = urlsplit(os.environ["DATABASE_URL"])
-    query = {**dict(parse_qsl(parts.query)), "application_name": "ws-haproxy"}
-    return parts._replace(path=f"/{connection.settings_dict['NAME']}", query=urlencode(query)).geturl()
 
 
 def haproxy_config(port: int, backends: dict[str, int]) -> str:
@@ -108,7 +100,7 @@ def balanced(tmp_path: Path) -> Iterator[str]:
     env = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "studio.settings.test",
-        "DATABASE_URL": child_database_url(),
+        "DATABASE_URL": child_database_url("ws-haproxy"),
         "LOG_LEVEL": "WARNING",
     }
     ports = {name: free_port() for name in HOSTS}

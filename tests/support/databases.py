@@ -1,4 +1,5 @@
-"""A database of its own for a test that runs the studio in other processes (`manage.py up`)."""
+"""Databases for tests that run the studio in other processes: a new one of its own
+(`manage.py up`), or pytest-django's test database as another process reaches it."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import os
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import psycopg
 from psycopg import sql
@@ -24,3 +25,12 @@ def scratch_database() -> Iterator[str]:
     finally:
         with psycopg.connect(server, dbname="postgres", autocommit=True) as conn:
             conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
+def child_database_url(application_name: str) -> str:
+    """The test database (pytest-django's), as a process of its own reaches it, naming itself."""
+    from django.db import connection
+
+    parts = urlsplit(os.environ["DATABASE_URL"])
+    query = {**dict(parse_qsl(parts.query)), "application_name": application_name}
+    return parts._replace(path=f"/{connection.settings_dict['NAME']}", query=urlencode(query)).geturl()
