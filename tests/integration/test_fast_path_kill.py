@@ -144,7 +144,8 @@ def test_every_call_answered_before_a_kill_has_one_attempt_and_none_is_billed_tw
             assert queues.send(queues.RUNS_RECOVER)  # as a worker's sweep queues it
             prompts = list(answered)
             runs = recorded_runs(len(prompts), timeout=60, task__text__in=prompts)
-            reads = [httpx.get(f"{base}/api/runs/{run.pk}", headers={"Authorization": f"Bearer {token}"}) for run in runs]
+            headers = {"Authorization": f"Bearer {token}"}
+            reads = [httpx.get(f"{base}/api/runs/{run.pk}", headers=headers) for run in runs]
             assert [read.status_code for read in reads] == [200] * len(runs)
 
     assert len(upstream.requests) == DONE_BEFORE + IN_FLIGHT  # nothing was called again
