@@ -80,7 +80,7 @@ def release(run_ids: Iterable[int]) -> None:
     if redis is None or not ids:
         return
     try:
-        pipe = redis.pipeline(transaction=False)
+        pipe = redis.pipeline(transaction=True)
         pipe.delete(*[_key(run_id) for run_id in ids])
         pipe.zrem(_due_key(), *[str(run_id) for run_id in ids])
         pipe.execute()
