@@ -12,6 +12,7 @@ from django.test import Client
 from studio.asgi import application
 from studio.models import Role, Run, User
 from studio.services.events import run_event_append
+from studio.services.fast_path import fast_hold
 from studio.services.tokens import token_create
 from tests.factories import RunFactory, TaskFactory, UserFactory
 
@@ -105,3 +106,40 @@ async def test_foreign_origin_is_refused(owned_run) -> None:
     )
     connected, _ = await ws.connect()
     assert not connected
+
+
+async def test_a_run_being_recorded_is_waited_for_then_replayed() -> None:
+    """A run /v1's fast path answered, not yet written by a worker (held in Redis): the socket
+    waits for it, then replays it, instead of refusing it as unknown."""
+    import asyncio
+
+    from studio.services.run_record import run_record
+    from tests.studio.test_fast_lost import answered, prepared
+
+    owner = await database_sync_to_async(UserFactory)(role=Role.VIEWER)
+    fast = await database_sync_to_async(prepared)(owner)
+    assert await database_sync_to_async(fast_hold)(fast)
+    record = await database_sync_to_async(answered)(fast)
+    ws = WebsocketCommunicator(
+        application, f"/ws/runs/{fast.run.pk}/", headers=[ORIGIN, await database_sync_to_async(session_cookie)(owner)]
+    )
+    connecting = asyncio.ensure_future(ws.connect(timeout=10))
+    await asyncio.sleep(0.3)
+    assert not connecting.done()
+    await database_sync_to_async(run_record)(payload=record)
+    connected, _ = await connecting
+    assert connected
+    types = []
+    while not types or types[-1] != "run.finished":
+        types.append((await ws.receive_json_from(timeout=5))["type"])
+    assert types[0] == "run.created"
+    await ws.disconnect()
+
+
+async def test_an_unknown_run_is_refused_at_once(owned_run) -> None:
+    owner, run = owned_run
+    ws = WebsocketCommunicator(
+        application, f"/ws/runs/{run.pk + 1000}/", headers=[ORIGIN, await database_sync_to_async(session_cookie)(owner)]
+    )
+    connected, code = await ws.connect(timeout=2)
+    assert (connected, code) == (False, 4403)
