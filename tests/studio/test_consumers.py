@@ -129,7 +129,7 @@ async def test_a_run_being_recorded_is_waited_for_then_replayed() -> None:
     await database_sync_to_async(run_record)(payload=record)
     connected, _ = await connecting
     assert connected
-    types = []
+    types: list[str] = []
     while not types or types[-1] != "run.finished":
         types.append((await ws.receive_json_from(timeout=5))["type"])
     assert types[0] == "run.created"
