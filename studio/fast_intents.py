@@ -117,7 +117,8 @@ def due(now: float | None = None, limit: int = 500) -> list[tuple[int, str | Non
     redis = _redis()
     if redis is None:
         return []
-    ids = [int(raw) for raw in redis.zrangebyscore(_due_key(), "-inf", now or time.time(), start=0, num=limit)]
+    until = time.time() if now is None else now
+    ids = [int(raw) for raw in redis.zrangebyscore(_due_key(), "-inf", until, start=0, num=limit)]
     if not ids:
         return []
     payloads = redis.mget([_key(run_id) for run_id in ids])

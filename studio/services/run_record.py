@@ -116,10 +116,10 @@ def _task_taken(exc: IntegrityError) -> bool:
 
 def _replaces_lost(objects: list[models.Model]) -> bool:
     """Whether this record is a run's own, finished, and the run stands recorded lost."""
-    attempts = [row for row in objects if isinstance(row, Attempt)]
-    if not attempts or any(row.status in {AttemptStatus.QUEUED, AttemptStatus.RUNNING} for row in attempts[:1]):
-        return False
-    return Attempt.objects.filter(pk=attempts[0].pk, error_kind=LOST).exists()
+    first = next((row for row in objects if isinstance(row, Attempt)), None)
+    if first is None or first.status in {AttemptStatus.QUEUED, AttemptStatus.RUNNING}:
+        return False  # no call in it, or the held rows themselves: nothing to replace with
+    return Attempt.objects.filter(pk=first.pk, error_kind=LOST).exists()
 
 
 def _after_commit(run: Run, events: list[RunEvent], found: dict[str, Any]) -> None:
