@@ -30,12 +30,13 @@ from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.http import HttpRequest, HttpResponseBase, JsonResponse, StreamingHttpResponse
-from django.urls import path
+from django.urls import path, re_path
 from django.views.decorators.csrf import csrf_exempt
 
 from studio.db import releasing
 from studio.errors import ApplicationError
 from studio.models import RunStatus, User
+from studio.not_found import v1_not_found
 from studio.openai_errors import (
     RUN_HEADER,
     OpenAIError,
@@ -147,4 +148,5 @@ urlpatterns = [
     path("chat/completions", chat_completions, name="openai-chat-completions"),
     path("models", list_models, name="openai-models"),
     path("models/<path:model>", get_model, name="openai-model"),
+    re_path(r"", v1_not_found),  # any other path: OpenAI's error shape, not Django's HTML page
 ]

@@ -103,6 +103,15 @@ class TotalsOut(Schema):
     latency_s: float
 
 
+class NodePairOut(Schema):
+    """The (model, primitive) pair a node was solved with: its endpoint and primitive."""
+
+    endpoint_id: int
+    endpoint: str = Field(description="the endpoint's name in its pool")
+    model: str
+    primitive: str
+
+
 class NodeOut(Schema):
     """A node of `studio.selectors.tree.run_tree`."""
 
@@ -113,6 +122,7 @@ class NodeOut(Schema):
     text: str
     status: str
     depth: int
+    pair: NodePairOut | None = Field(description="the pair that solved it (its last attempt's); null before one did")
     model: str | None
     endpoint_id: int | None
     primitive: str | None
@@ -142,6 +152,15 @@ class NodeOut(Schema):
     @staticmethod
     def resolve_depends_on(node: Node) -> list[str]:
         return [dependency.key for dependency in node.depends_on.all()]
+
+    @staticmethod
+    def resolve_pair(node: Node) -> dict[str, Any] | None:
+        if node.endpoint is None or node.primitive is None:
+            return None
+        return {
+            "endpoint_id": node.endpoint_id, "endpoint": node.endpoint.name, "model": node.endpoint.model,
+            "primitive": node.primitive.name,
+        }  # fmt: skip
 
     @staticmethod
     def resolve_model(node: Node) -> str | None:

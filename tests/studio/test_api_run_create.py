@@ -98,6 +98,20 @@ def test_tree_rolls_totals_up_per_subtree(api_as, make_user) -> None:
     assert tree["run"]["id"] == run.pk
 
 
+def test_each_node_of_the_tree_names_its_pair(api_as, make_user) -> None:
+    me = make_user(Role.VIEWER)
+    endpoint = EndpointFactory()
+    direct = Primitive.objects.get_or_create(name="direct")[0]
+    run = RunFactory(task=TaskFactory(owner=me), pool_id=endpoint.pool_id)
+    root = Node.objects.create(run=run, key="root", kind="root", text="t", endpoint=endpoint, primitive=direct)
+    Node.objects.create(run=run, key="root.a", parent=root, text="a")
+    nodes = {n["key"]: n for n in api_as(user=me).get(f"/runs/{run.pk}/tree").json_body["nodes"]}
+    assert nodes["root"]["pair"] == {
+        "endpoint_id": endpoint.pk, "endpoint": endpoint.name, "model": endpoint.model, "primitive": "direct",
+    }  # fmt: skip
+    assert nodes["root.a"]["pair"] is None  # not solved by a pair (yet)
+
+
 def test_rerun_validates_the_node_and_pair(api_as, make_user, pool_id: int) -> None:
     me = make_user(Role.VIEWER)
     run = RunFactory(task=TaskFactory(owner=me), pool_id=pool_id, status="succeeded")

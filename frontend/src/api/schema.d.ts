@@ -1668,6 +1668,8 @@ export interface components {
             model: string | null;
             /** Output */
             output: string;
+            /** @description the pair that solved it (its last attempt's); null before one did */
+            pair: components["schemas"]["NodePairOut"] | null;
             /** Parent */
             parent: string | null;
             /** Primitive */
@@ -1703,6 +1705,23 @@ export interface components {
             verification: {
                 [key: string]: unknown;
             };
+        };
+        /**
+         * NodePairOut
+         * @description The (model, primitive) pair a node was solved with: its endpoint and primitive.
+         */
+        NodePairOut: {
+            /**
+             * Endpoint
+             * @description the endpoint's name in its pool
+             */
+            endpoint: string;
+            /** Endpoint Id */
+            endpoint_id: number;
+            /** Model */
+            model: string;
+            /** Primitive */
+            primitive: string;
         };
         /** OptionsOut */
         OptionsOut: {

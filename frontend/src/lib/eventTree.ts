@@ -104,6 +104,7 @@ function newNode(payload: Record<string, unknown>): TreeNode {
     text: str(payload.text) ?? "",
     status: str(payload.status) ?? "pending",
     depth: num(payload.depth) ?? 0,
+    pair: null,
     model: null,
     endpoint_id: null,
     primitive: null,
