@@ -245,6 +245,7 @@ class Cluster:
             "ORCHESTRA_ATTEMPT_THREADS": str(self.threads),
             "ORCHESTRA_DEMO_POLICY": "false",
             "ALLOWED_HOSTS": f"{LB.address},127.0.0.1,localhost",
+            "DEBUG": "false",  # `up` serves beyond loopback only without Django's debug pages
             "PYTHONUNBUFFERED": "1",
         }
 

@@ -18,7 +18,7 @@ import psycopg
 import pytest
 from django.core.management.base import CommandError
 
-from studio.management.commands.up import MIGRATION_LOCK, migration_lock, plan_check
+from studio.management.commands.up import MIGRATION_LOCK, loopback, migration_lock, plan_check
 from tests.studio.test_up import client, free_port
 from tests.support.databases import scratch_database
 from tests.support.rabbitmq import rabbitmq_url
@@ -104,6 +104,18 @@ def one_error_line(result: subprocess.CompletedProcess[str]) -> str:
 def test_bad_options_print_one_line(tmp_path: Path, args: list[str], message: str) -> None:
     line = one_error_line(manage("up", *args, ORCHESTRA_DATA_DIR=str(tmp_path)))
     assert line.startswith(message)
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "::", "192.0.2.10", "studio.example"])  # noqa: S104
+def test_debug_pages_are_never_served_beyond_loopback(tmp_path: Path, host: str) -> None:
+    line = one_error_line(manage("up", "--host", host, ORCHESTRA_DATA_DIR=str(tmp_path), DEBUG="true"))
+    assert line.startswith(f"CommandError: --host {host}: DEBUG is on (the default of studio.settings.dev)")
+    assert "set DEBUG=false and ALLOWED_HOSTS" in line
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "localhost", "::1", "127.0.0.2"])
+def test_loopback_is_loopback(host: str) -> None:
+    assert loopback(host)
 
 
 def test_a_role_without_the_servers_addresses_says_which_are_missing(tmp_path: Path) -> None:

@@ -20,6 +20,7 @@ Ctrl-C stops every child, then the embedded services; their data stays in DATA_D
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import signal
@@ -155,6 +156,27 @@ def unapplied_migrations() -> int:
             close_pool()
 
 
+def loopback(host: str) -> bool:
+    """Whether `host` is reached from this machine only."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False  # a name: it may resolve anywhere
+
+
+def debug_check(host: str) -> None:
+    """Refuse to serve Django's debug pages (the URL patterns, the settings) beyond this machine."""
+    if settings.DEBUG and not loopback(host):
+        raise CommandError(
+            f"--host {host}: DEBUG is on (the default of studio.settings.dev), so an error or an unknown path "
+            "would show Django's debug page, with the URL patterns and settings, to anyone who reaches the port. "
+            "To serve beyond this machine set DEBUG=false and ALLOWED_HOSTS to the names clients use, or use "
+            "DJANGO_SETTINGS_MODULE=studio.settings.production (docs/deploy.md)."
+        )
+
+
 def http_url(host: str, port: int) -> str:
     return f"http://[{host}]:{port}/" if ":" in host else f"http://{host}:{port}/"
 
@@ -265,6 +287,8 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         started = time.monotonic()
         plan = plan_check(options)
+        if plan.web:
+            debug_check(plan.host)
         if plan.web and not _port_free(plan.host, plan.port):
             raise CommandError(f"Port {plan.port} on {plan.host} is already in use; pick another with --port.")
         data_dir = Path(settings.DATA_DIR)
