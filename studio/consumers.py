@@ -22,6 +22,14 @@ CLOSE_FORBIDDEN = 4403
 REPLAY_BATCH = 500
 
 
+async def refuse(consumer: AsyncJsonWebsocketConsumer, code: int) -> None:
+    """Close with `code`, after accepting: a close before the handshake completes reaches the
+    client as an HTTP 403 rejection (the server has no other way to say no then), and a
+    browser's WebSocket sees only 1006, so it could not tell "not signed in" from "retry"."""
+    await consumer.accept()
+    await consumer.close(code=code)
+
+
 @database_sync_to_async
 def _may_watch(user: User, run_id: int) -> bool:
     run = Run.objects.filter(pk=run_id).only("id", "owner_id").first()
@@ -65,12 +73,12 @@ class RunConsumer(AsyncJsonWebsocketConsumer):
         user = self.scope.get("user")
         self.run_id = int(self.scope["url_route"]["kwargs"]["run_id"])
         if user is None or not user.is_authenticated:
-            await self.close(code=CLOSE_UNAUTHENTICATED)
+            await refuse(self, CLOSE_UNAUTHENTICATED)
             return
         if not await _may_watch(user, self.run_id) and not (
             await _recorded(self.run_id) and await _may_watch(user, self.run_id)
         ):
-            await self.close(code=CLOSE_FORBIDDEN)
+            await refuse(self, CLOSE_FORBIDDEN)
             return
         self.group = run_group(self.run_id)
         self.last_seq = _after(self.scope.get("query_string", b""))
@@ -152,7 +160,7 @@ class JobConsumer(AsyncJsonWebsocketConsumer):
         user = self.scope.get("user")
         job_id = int(self.scope["url_route"]["kwargs"][self.url_kwarg])
         if user is None or not user.is_authenticated:
-            await self.close(code=CLOSE_UNAUTHENTICATED)
+            await refuse(self, CLOSE_UNAUTHENTICATED)
             return
         self.group = self.group_of(job_id)
         await self.channel_layer.group_add(self.group, self.channel_name)
@@ -160,7 +168,7 @@ class JobConsumer(AsyncJsonWebsocketConsumer):
         if snapshot is None:
             await self.channel_layer.group_discard(self.group, self.channel_name)
             del self.group
-            await self.close(code=CLOSE_FORBIDDEN)
+            await refuse(self, CLOSE_FORBIDDEN)
             return
         await self.accept()
         await self.send_json({"kind": "progress", **snapshot})

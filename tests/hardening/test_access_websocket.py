@@ -20,6 +20,7 @@ from studio.models import Role
 from studio.services.tokens import token_create
 from tests.hardening.access_rules import OWN, OWNERS, ROLES, WS_REFUSED, WS_ROUTES, expected, role_name
 from tests.hardening.access_world import World
+from tests.support.websocket import handshake
 
 pytestmark = pytest.mark.django_db
 
@@ -53,7 +54,7 @@ def session_cookie(client: Client) -> list[tuple[bytes, bytes]]:
 
 async def ws_connect(path: str, headers: list[tuple[bytes, bytes]]) -> tuple[bool, int | None]:
     ws = WebsocketCommunicator(application, path, headers=headers)
-    connected, code = await ws.connect(timeout=5)
+    connected, code = await handshake(ws)
     if connected:
         first = await ws.receive_json_from(timeout=5)  # the replay or the job's state: data flows
         assert first["kind"] in {"event", "progress"}, first

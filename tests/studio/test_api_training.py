@@ -15,6 +15,7 @@ from studio.models import Checkpoint, JobStatus, Role, TrainingJob
 from studio.services.training import training_job_progress, training_job_start
 from tests.factories import UserFactory
 from tests.studio.test_consumers import ORIGIN, session_cookie
+from tests.support.websocket import handshake
 
 pytestmark = pytest.mark.django_db
 
@@ -161,8 +162,7 @@ async def test_the_progress_socket_sends_the_state_then_updates() -> None:
         return WebsocketCommunicator(application, f"/ws/training/{job.pk}/", headers=[ORIGIN, cookie])
 
     refused = await socket(viewer)
-    connected, code = await refused.connect()
-    assert (connected, code) == (False, 4403)
+    assert await handshake(refused) == (False, 4403)
     watcher = await socket(researcher)
     connected, _ = await watcher.connect()
     assert connected

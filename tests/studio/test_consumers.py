@@ -15,6 +15,7 @@ from studio.services.events import run_event_append
 from studio.services.fast_path import fast_hold
 from studio.services.tokens import token_create
 from tests.factories import RunFactory, TaskFactory, UserFactory
+from tests.support.websocket import handshake
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
 
@@ -66,16 +67,12 @@ async def test_another_viewer_is_refused(owned_run) -> None:
     _, run = owned_run
     stranger = await database_sync_to_async(UserFactory)(role=Role.LABELER)
     ws = communicator(run, [await database_sync_to_async(session_cookie)(stranger)])
-    connected, code = await ws.connect()
-    assert not connected
-    assert code == 4403
+    assert await handshake(ws) == (False, 4403)
 
 
 async def test_anonymous_is_refused(owned_run) -> None:
     _, run = owned_run
-    connected, code = await communicator(run, []).connect()
-    assert not connected
-    assert code == 4401
+    assert await handshake(communicator(run, [])) == (False, 4401)
 
 
 async def test_a_researcher_may_watch_any_run(owned_run) -> None:
@@ -141,5 +138,4 @@ async def test_an_unknown_run_is_refused_at_once(owned_run) -> None:
     ws = WebsocketCommunicator(
         application, f"/ws/runs/{run.pk + 1000}/", headers=[ORIGIN, await database_sync_to_async(session_cookie)(owner)]
     )
-    connected, code = await ws.connect(timeout=2)
-    assert (connected, code) == (False, 4403)
+    assert await handshake(ws, timeout=2) == (False, 4403)

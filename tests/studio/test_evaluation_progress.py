@@ -15,6 +15,7 @@ from studio.models import EvaluationRun, Role, User
 from studio.services.evaluations import evaluation_fail, evaluation_finish, evaluation_progress, evaluation_start
 from tests.factories import UserFactory
 from tests.studio.test_consumers import ORIGIN, session_cookie
+from tests.support.websocket import handshake
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
 
@@ -78,7 +79,7 @@ async def test_only_researchers_and_admins_may_watch(role: Role | None, code: in
     owner = await database_sync_to_async(UserFactory)(role=Role.RESEARCHER)
     evaluation = await database_sync_to_async(EvaluationRun.objects.create)(config={}, created_by=owner)
     user = await database_sync_to_async(UserFactory)(role=role) if role else None
-    assert await (await watch(user, evaluation)).connect() == (False, code)
+    assert await handshake(await watch(user, evaluation)) == (False, code)
 
 
 async def test_an_unknown_evaluation_is_refused() -> None:
@@ -88,4 +89,4 @@ async def test_an_unknown_evaluation_is_refused() -> None:
         "/ws/evaluations/987654/",
         headers=[ORIGIN, await database_sync_to_async(session_cookie)(researcher)],
     )
-    assert await ws.connect() == (False, 4403)
+    assert await handshake(ws) == (False, 4403)
