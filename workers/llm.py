@@ -26,7 +26,9 @@ from typing import Any
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
+import httpx  # noqa: E402
 import litellm  # noqa: E402
+import openai  # noqa: E402
 
 from orchestrator.envelope import TRANSIENT_ERRORS  # noqa: E402
 from studio.threads import process_pool  # noqa: E402
@@ -128,6 +130,20 @@ def plain_message(exc: Exception) -> str:
     return line[:500] or type(exc).__name__
 
 
+def _unreachable(exc: BaseException) -> bool:
+    """Whether the call never reached the provider: a connection error anywhere in its causes."""
+    seen: BaseException | None = exc
+    for _ in range(10):
+        if seen is None:
+            return False
+        if isinstance(seen, openai.APIConnectionError | httpx.ConnectError | ConnectionError) and not isinstance(
+            seen, openai.APITimeoutError
+        ):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
 def classify(exc: Exception) -> ProviderError:
     """Map a litellm/openai exception to a ProviderError with a kind and a plain message."""
     if isinstance(exc, ProviderError):
@@ -135,6 +151,8 @@ def classify(exc: Exception) -> ProviderError:
     message = plain_message(exc)
     if "No recording for replay/" in message:
         return ProviderError("no_recording", message)
+    if _unreachable(exc):  # litellm reports a refused or failed connection as a 500
+        return ProviderError("connection", message)
     kinds: list[tuple[type[BaseException], str]] = [
         (litellm.ContextWindowExceededError, "context_length"),
         (litellm.AuthenticationError, "auth"),

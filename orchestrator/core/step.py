@@ -14,7 +14,7 @@ attempts answered from a recorded outcome table), so the evaluation's decisions 
 from __future__ import annotations
 
 import logging
-from datetime import datetime
+from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
@@ -153,7 +153,38 @@ def decide(state: RunState, policy: Policy, pairs: tuple[Pair, ...], now: dateti
                 now,
             )
         else:
-            end(state, "failed", "no progress: the policy chose nothing and no attempt is in flight", now)
+            end(state, "failed", no_progress(state), now)
+
+
+FAILED = {"error", "timeout"}
+EPOCH = datetime.min.replace(tzinfo=UTC)
+# What an error kind (workers.llm.classify) means, in words a user acts on.
+ERROR_CAUSES = {
+    "auth": "the provider refused the key (401/403)",
+    "connection": "the endpoint could not be reached",
+    "not_found": "the provider does not know the model (404)",
+    "rate_limit": "the provider kept refusing for its rate limit (429)",
+    "server_error": "the provider failed (5xx)",
+    "timeout": "the call timed out",
+    "context_length": "the prompt is longer than the model's context",
+    "bad_request": "the provider refused the request (400)",
+    "no_recording": "no recording answers this prompt",
+}
+
+
+def no_progress(state: RunState) -> str:
+    """Why a run ends with nothing in flight and nothing chosen: the last call that failed, in
+    words, when one did (the policy gave up on it), else that nothing was chosen at all."""
+    failed = [(node.key, attempt) for node in state.nodes for attempt in node.attempts if attempt.status in FAILED]
+    if not failed:
+        return "no progress: the policy chose nothing and no attempt is in flight"
+    # The latest made (shells set created_at; offline, the order they were made in is the list's).
+    key, attempt = max(enumerate(failed), key=lambda found: (found[1][1].created_at or EPOCH, found[0]))[1]
+    cause = ERROR_CAUSES.get(attempt.error_kind, attempt.error_kind or attempt.status)
+    return (
+        f"no progress: {cause}; the policy chose nothing more after that failure "
+        f"({key}, attempt {attempt.number}, {attempt.primitive}: {attempt.error_message or attempt.error_kind})"
+    )
 
 
 def violation(state: RunState, action: object, error: Exception) -> None:

@@ -244,3 +244,33 @@ def test_a_run_of_the_full_machinery_is_waited_for_on_its_group_not_by_polling(
     # Read once on joining the group and once when it said the run finished: a 50 ms poll
     # would have read it about 20 times.
     assert len(reads) <= 3, reads
+
+
+@pytest.mark.parametrize(
+    ("upstream", "cause"),
+    [("rejects the key", "the provider refused the key (401/403)"), ("is gone", "the endpoint could not be reached")],
+)
+def test_a_pool_whose_only_endpoint_fails_names_the_cause(
+    asgi_server: str, celery_worker: object, user_token: tuple[User, str], upstream: str, cause: str
+) -> None:
+    """The 502 and the run's end reason say why (the provider's 401, a connection refused), not
+    only that the policy chose nothing more."""
+    from openai import APIStatusError
+
+    with ScriptedOpenAI(lambda body: Reply(status=401, content="Incorrect API key provided")) as server:
+        pool = pool_of(server, ("only", 1.0))
+        if upstream == "is gone":
+            server.httpd.shutdown()
+            server.httpd.server_close()  # nothing listens there any more
+        with pytest.raises(APIStatusError) as failed:
+            ask(asgi_server, user_token[1], pool)
+    assert failed.value.status_code == 502
+    error = failed.value.body
+    assert isinstance(error, dict)
+    # (a connection refused is transient: the default policy tries the pair once more first)
+    assert (
+        f"failed: no progress: {cause}; the policy chose nothing more after that failure (root, attempt "
+        in (error["message"])
+    )
+    run = wait_for_run(int(failed.value.response.headers["x-orchestra-run-id"]))
+    assert run.status == "failed" and run.end_reason.startswith(f"no progress: {cause};")

@@ -62,7 +62,11 @@ def test_an_item_no_pair_can_answer_ends_the_run_with_the_partial_answer() -> No
     item2 = state.node("root.item2")
     assert item2 is not None and [a.status for a in item2.attempts] == ["error", "error"]
     assert state.status == "failed"
-    assert state.end_reason == "no progress: the policy chose nothing and no attempt is in flight"
+    # The real cause, named: the last call that failed, in words, then its own message.
+    assert state.end_reason == (
+        "no progress: no recording answers this prompt; the policy chose nothing more after that failure "
+        "(root.item2, attempt 2, direct: no recording of dear/direct for item 'q2')"
+    ), state.end_reason
     assert state.final_answer == "root.item1: 4"  # the partial answer
 
 

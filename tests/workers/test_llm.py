@@ -128,3 +128,13 @@ def test_backoff_grows_with_jitter() -> None:
 
 def test_the_key_is_not_in_the_config_repr() -> None:
     assert "sk-secret" not in repr(EndpointConfig(model="openai/x", api_key="sk-secret"))
+
+
+def test_an_endpoint_nobody_listens_on_is_a_connection_error() -> None:
+    """litellm reports a refused connection as a 500; it is named for what it is."""
+    with ScriptedOpenAI(lambda body: Reply(content="42")) as server:
+        llm = client(server, max_retries=1)
+    # The server is stopped and its port closed: nothing listens there now.
+    with pytest.raises(ProviderError) as caught:
+        llm.complete(USER)
+    assert caught.value.kind == "connection"
