@@ -64,12 +64,12 @@ def _save_unique(row: Any, message: str) -> None:
         raise Conflict(message) from None
 
 
-def _delete(row: Any, what: str) -> None:
+def _delete(row: Any, what: str, instead: str) -> None:
     try:
         with transaction.atomic():
             row.delete()
     except ProtectedError:
-        raise Conflict(f"{what} is used by existing runs and cannot be deleted; disable it instead.") from None
+        raise Conflict(f"{what} is used by existing runs and cannot be deleted; {instead}") from None
 
 
 @transaction.atomic
@@ -102,7 +102,11 @@ def pool_update(*, pool_id: int, changes: dict[str, Any]) -> ModelPool:
 
 @transaction.atomic
 def pool_delete(*, pool_id: int) -> None:
-    _delete(_get(ModelPool, pool_id, "Pool"), f"Pool {pool_id}")
+    _delete(
+        _get(ModelPool, pool_id, "Pool"), f"Pool {pool_id}",
+        "turn its pairs off instead (their admissibility's allowed), and no new run can use it; "
+        "its runs keep their history.",
+    )  # fmt: skip
 
 
 def _set_api_key(endpoint: ModelEndpoint, api_key: str | None) -> None:
@@ -142,7 +146,10 @@ def endpoint_update(
 
 @transaction.atomic
 def endpoint_delete(*, endpoint_id: int) -> None:
-    _delete(_get(ModelEndpoint, endpoint_id, "Endpoint"), f"Endpoint {endpoint_id}")
+    _delete(
+        _get(ModelEndpoint, endpoint_id, "Endpoint"), f"Endpoint {endpoint_id}",
+        "disable it instead (PATCH its enabled to false), and no new run calls it.",
+    )  # fmt: skip
 
 
 @transaction.atomic
@@ -164,7 +171,10 @@ def primitive_update(*, primitive_id: int, changes: dict[str, Any]) -> Primitive
 
 @transaction.atomic
 def primitive_delete(*, primitive_id: int) -> None:
-    _delete(_get(Primitive, primitive_id, "Primitive"), f"Primitive {primitive_id}")
+    _delete(
+        _get(Primitive, primitive_id, "Primitive"), f"Primitive {primitive_id}",
+        "turn its pairs off instead (their admissibility's allowed), and no new run uses it.",
+    )  # fmt: skip
 
 
 @transaction.atomic

@@ -195,6 +195,11 @@ def test_pool_used_by_a_run_cannot_be_deleted(admin_api: Api) -> None:
     RunFactory(pool=pool)
     response = admin_api.delete(f"/pools/{pool.pk}")
     assert response.status_code == 409
+    # What to do instead is something a pool has: pairs to turn off (it has no enabled flag).
+    assert response.json_body["detail"] == (
+        f"Pool {pool.pk} is used by existing runs and cannot be deleted; turn its pairs off instead "
+        "(their admissibility's allowed), and no new run can use it; its runs keep their history."
+    )
     assert admin_api.get(f"/pools/{pool.pk}").status_code == 200
 
 
