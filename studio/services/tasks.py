@@ -157,7 +157,9 @@ def check_import_specs(specs: Sequence[tuple[int, TaskSpec]]) -> None:
 @transaction.atomic
 def tasks_import(*, owner: User, text: str) -> TasksMade:
     """Every line of a user's JSONL (`orchestrator.task_jsonl`) as a task; all or nothing: any
-    bad line raises one 422 naming every bad line, and nothing is written."""
+    bad line raises one 422 naming every bad line, and nothing is written. A task the owner has
+    already (the same prompt, gold answer, checker, benchmark and item id) is not made again, so
+    importing a file twice adds nothing, and a collection over the tasks has each once."""
     lines = text.split("\n")  # not splitlines(): JSON strings may hold U+2028 and the like
     try:
         specs = read_tasks(lines)
@@ -166,8 +168,25 @@ def tasks_import(*, owner: User, text: str) -> TasksMade:
     check_import_specs(specs)
     if not specs:
         raise Invalid("body", "The file holds no task.")
-    tasks = _bulk_create(owner, [spec for _, spec in specs])
-    return TasksMade(task_ids=[task.pk for task in tasks], created=len(tasks), existing=0)
+    User.objects.select_for_update().filter(pk=owner.pk).first()  # one such creation per owner at a time
+    rows = Task.objects.filter(owner=owner, text__in={spec.text for _, spec in specs}).only(
+        "pk", "text", "gold_answer", "checker", "benchmark", "metadata"
+    )
+    had: dict[tuple[str, ...], int] = {
+        (t.text, t.gold_answer, t.checker, t.benchmark, str(t.metadata.get("item_id", ""))): t.pk for t in rows
+    }
+    new: dict[tuple[str, ...], TaskSpec] = {}
+    for _, spec in specs:
+        key = _import_key(spec)
+        if key not in had:
+            new.setdefault(key, spec)
+    made = dict(zip(new, (task.pk for task in _bulk_create(owner, list(new.values()))), strict=True))
+    ids = [had.get(_import_key(spec)) or made[_import_key(spec)] for _, spec in specs]
+    return TasksMade(task_ids=ids, created=len(made), existing=len(specs) - len(made))
+
+
+def _import_key(spec: TaskSpec) -> tuple[str, ...]:
+    return (spec.text, spec.gold, spec.checker, spec.benchmark, spec.item_id)
 
 
 def _bulk_create(owner: User, specs: Sequence[TaskSpec]) -> list[Task]:

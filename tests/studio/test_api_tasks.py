@@ -128,6 +128,20 @@ def test_import_tasks_from_jsonl(api_as) -> None:
     assert golds == ["42", "43"]
 
 
+def test_importing_the_same_tasks_again_adds_none(api_as) -> None:
+    api = api_as()
+    first = post_jsonl(api, f"{GOOD_LINE}\n{GOOD_LINE}\n{GOOD_LINE.replace('42', '43')}\n").json_body
+    assert (first["created"], first["existing"]) == (2, 1)  # a line repeated in the file is one task
+    assert first["task_ids"][0] == first["task_ids"][1] != first["task_ids"][2]
+    again = post_jsonl(api, f"{GOOD_LINE.replace('42', '43')}\n{GOOD_LINE.replace('42', '44')}\n").json_body
+    assert (again["created"], again["existing"]) == (1, 1)
+    assert again["task_ids"][0] == first["task_ids"][2]
+    assert Task.objects.count() == 3
+    # Another user's same task is theirs: it is made for this one.
+    other = post_jsonl(api_as(), GOOD_LINE).json_body
+    assert (other["created"], other["existing"]) == (1, 0) and Task.objects.count() == 4
+
+
 def test_a_bad_jsonl_line_writes_nothing_and_is_named(api_as) -> None:
     api = api_as()
     response = post_jsonl(api, f'{GOOD_LINE}\n{{"prompt": "x"}}\n{GOOD_LINE.replace("math", "cooking")}')
