@@ -36,15 +36,11 @@ def _may_watch(user: User, run_id: int) -> bool:
     return run is not None and can_read_run(user, run)
 
 
-def _held_then_recorded(run_id: int) -> bool:
-    return fast_intents.pending(run_id) and fast_intents.wait_recorded(run_id)
-
-
-async def _recorded(run_id: int) -> bool:
-    """Whether a run that /v1's fast path answered was being written, and now is
+async def _recorded(run_id: int) -> None:
+    """Once a run that /v1's fast path answered is written, if it is being written
     (`studio.fast_intents`); waited for on a thread of its own, not the consumers' shared
     database thread, for ORCHESTRA_FAST_READ_WAIT_S at most."""
-    return await sync_to_async(_held_then_recorded, thread_sensitive=False)(run_id)
+    await sync_to_async(fast_intents.wait_recorded, thread_sensitive=False)(run_id)
 
 
 @database_sync_to_async
@@ -75,11 +71,12 @@ class RunConsumer(AsyncJsonWebsocketConsumer):
         if user is None or not user.is_authenticated:
             await refuse(self, CLOSE_UNAUTHENTICATED)
             return
-        if not await _may_watch(user, self.run_id) and not (
-            await _recorded(self.run_id) and await _may_watch(user, self.run_id)
-        ):
-            await refuse(self, CLOSE_FORBIDDEN)
-            return
+        if not await _may_watch(user, self.run_id):
+            # Being written (waited for), or written between the read and the question: ask again.
+            await _recorded(self.run_id)
+            if not await _may_watch(user, self.run_id):
+                await refuse(self, CLOSE_FORBIDDEN)
+                return
         self.group = run_group(self.run_id)
         self.last_seq = _after(self.scope.get("query_string", b""))
         await self.channel_layer.group_add(self.group, self.channel_name)

@@ -81,8 +81,10 @@ def run_recorded(run_id: int) -> None:
 
 def run_get(*, user: User, run_id: int) -> Run:
     run = Run.objects.select_related("task", "owner").filter(pk=run_id).first()
-    if run is None and fast_intents.pending(run_id):
-        run_recorded(run_id)
+    if run is None:
+        # Being written (waited for), or written between the read and the question: read again.
+        if fast_intents.pending(run_id):
+            run_recorded(run_id)
         run = Run.objects.select_related("task", "owner").filter(pk=run_id).first()
     if run is None or not can_read_run(user, run):
         raise NotFound(f"Run {run_id} does not exist.")

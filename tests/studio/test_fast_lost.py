@@ -160,3 +160,21 @@ def test_without_redis_nothing_is_held(monkeypatch: pytest.MonkeyPatch) -> None:
     fast = prepared(UserFactory())
     monkeypatch.setattr(fast_intents, "_redis", lambda: Down())
     assert fast_hold(fast) is False
+
+
+def test_a_run_written_between_the_read_and_the_question_is_found(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The race the soak met: the read finds no row, the worker commits and drops the held rows,
+    then the question "is it being written?" answers no. The read asks the database again."""
+    user = UserFactory()
+    fast = prepared(user)
+    assert fast_hold(fast)
+    record = answered(fast)
+    asked = fast_intents.pending
+
+    def written_meanwhile(run_id: int) -> bool:
+        run_record(payload=record)  # commits, then releases the held rows
+        return asked(run_id)
+
+    monkeypatch.setattr(fast_intents, "pending", written_meanwhile)
+    run = run_get(user=user, run_id=fast.run.pk)
+    assert (run.pk, run.status) == (fast.run.pk, "succeeded")
