@@ -90,6 +90,10 @@ class EndpointIn(Body):
     context_window: int | None = Field(None, ge=1)
     descriptors: JSONObject = Field(default_factory=dict, description="size, family, tags")
     enabled: bool = True
+    primitives: list[str] = Field(
+        default_factory=list,
+        description='primitives to make admissible with it, by name (e.g. ["direct", "cot"]): the pool answers at once',
+    )
 
 
 class EndpointPatch(Body):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -115,16 +116,27 @@ def _set_api_key(endpoint: ModelEndpoint, api_key: str | None) -> None:
 
 
 @transaction.atomic
-def endpoint_create(*, pool_id: int, api_key: str | None = None, **fields: Any) -> ModelEndpoint:
+def endpoint_create(
+    *, pool_id: int, api_key: str | None = None, primitives: Sequence[str] = (), **fields: Any
+) -> ModelEndpoint:
+    """An endpoint of the pool, and with `primitives` (names) its admissible pairs, in one step:
+    a pool answers runs once it has one."""
     pool = _get(ModelPool, pool_id, "Pool")
     unknown = fields.keys() - ENDPOINT_FIELDS
     if unknown:
         raise Invalid(sorted(unknown)[0], f"Unknown endpoint field {sorted(unknown)[0]!r}.")
     check_model_string(fields["model"])
     check_api_base(fields.get("api_base", ""))
+    named = {row.name: row for row in Primitive.objects.filter(name__in=primitives)}
+    missing = [name for name in primitives if name not in named]
+    if missing:
+        known = ", ".join(Primitive.objects.order_by("name").values_list("name", flat=True))
+        raise Invalid("primitives", f"No primitive named {missing[0]!r}; the primitives are {known}.")
     endpoint = ModelEndpoint(pool=pool, **fields)
     _set_api_key(endpoint, api_key)
     _save_unique(endpoint, f"Pool {pool.name!r} already has an endpoint named {fields['name']!r}.")
+    for name in dict.fromkeys(primitives):  # saved one by one: each save bumps the set-up's generation
+        Admissibility.objects.create(endpoint=endpoint, primitive=named[name])
     return endpoint
 
 

@@ -24,7 +24,7 @@ import pytest
 from openai import OpenAI
 
 from studio import fast_intents
-from studio.models import Admissibility, Attempt, ModelPool, Node, Primitive, Run, RunEvent, User
+from studio.models import Attempt, ModelPool, Node, Primitive, Run, RunEvent, User
 from studio.services import fast_path
 from studio.services.pools import endpoint_create
 from tests.factories import PoolFactory
@@ -41,13 +41,12 @@ VOLATILE = {"attempt", "latency_s", "cost_usd"}  # ids and clocks differ between
 def pool_of(server: ScriptedOpenAI, *models: tuple[str, float]) -> ModelPool:
     """A pool of the scripted upstream: one endpoint per (model, price), `direct` admissible."""
     pool = PoolFactory()
-    direct = Primitive.objects.get_or_create(name="direct")[0]
+    Primitive.objects.get_or_create(name="direct")
     for model, price in models:
-        endpoint = endpoint_create(
+        endpoint_create(
             pool_id=pool.pk, name=model, model=f"openai/{model}", api_base=server.base_url, api_key="sk-test",
-            input_cost_per_mtok=price, output_cost_per_mtok=price,
+            input_cost_per_mtok=price, output_cost_per_mtok=price, primitives=["direct"],
         )  # fmt: skip
-        Admissibility.objects.create(endpoint=endpoint, primitive=direct)
     return pool
 
 

@@ -4,7 +4,7 @@ import pytest
 
 from orchestrator.outcomes import prompt_key
 from studio.crypto import decrypt_secret
-from studio.models import ModelEndpoint, RecordedOutcome, Role
+from studio.models import Admissibility, ModelEndpoint, Primitive, RecordedOutcome, Role
 from studio.selectors.pools import pool_calibration
 from tests.conftest import Api
 from tests.factories import EndpointFactory, PoolFactory, PrimitiveFactory, RunFactory
@@ -188,6 +188,27 @@ def test_admissibility_for_unknown_endpoint_is_404(admin_api: Api) -> None:
     primitive = PrimitiveFactory()
     response = admin_api.post("/admissibility", {"endpoint_id": 987654, "primitive_id": primitive.pk})
     assert response.status_code == 404
+
+
+def test_an_endpoint_and_its_pairs_in_one_step(admin_api: Api) -> None:
+    for name in ("direct", "cot"):
+        Primitive.objects.get_or_create(name=name)
+    pool = PoolFactory()
+    body = {"name": "mine", "model": "openai/my-model", "api_key": "sk-mine", "primitives": ["direct", "cot", "direct"]}
+    response = admin_api.post(f"/pools/{pool.pk}/endpoints", body)
+    assert response.status_code == 201, response.json_body
+    pairs = Admissibility.objects.filter(endpoint_id=response.json_body["id"], allowed=True)
+    assert sorted(pairs.values_list("primitive__name", flat=True)) == ["cot", "direct"]
+
+
+def test_an_unknown_primitive_creates_nothing(admin_api: Api) -> None:
+    Primitive.objects.get_or_create(name="direct")
+    pool = PoolFactory()
+    body = {"name": "mine", "model": "openai/my-model", "primitives": ["direct", "telepathy"]}
+    response = admin_api.post(f"/pools/{pool.pk}/endpoints", body)
+    assert response.status_code == 422 and response.json_body["field"] == "primitives"
+    assert response.json_body["detail"].startswith("No primitive named 'telepathy'; the primitives are ")
+    assert not ModelEndpoint.objects.filter(pool=pool).exists()
 
 
 def test_pool_used_by_a_run_cannot_be_deleted(admin_api: Api) -> None:

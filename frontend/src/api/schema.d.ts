@@ -1218,6 +1218,11 @@ export interface components {
              * @description USD per million output tokens
              */
             output_cost_per_mtok?: number | string | null;
+            /**
+             * Primitives
+             * @description primitives to make admissible with it, by name (e.g. ["direct", "cot"]): the pool answers at once
+             */
+            primitives?: string[];
         };
         /** EndpointOut */
         EndpointOut: {
