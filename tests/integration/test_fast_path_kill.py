@@ -39,6 +39,7 @@ from studio.models import Attempt, Run, User
 from studio.services.fast_lost import END_REASON
 from studio.services.run_record import LOST
 from tests.integration.test_fast_path import pool_of
+from tests.studio.test_up import free_port
 from tests.support.databases import child_database_url
 from tests.support.runs import recorded_runs
 from tests.support.scripted_openai import Reply, ScriptedOpenAI, last_user
@@ -50,12 +51,6 @@ ROOT = Path(__file__).resolve().parents[2]
 DONE_BEFORE = 10
 IN_FLIGHT = 50
 LEASE_S = 2  # ORCHESTRA_ATTEMPT_STALE_S of the web process: its calls' lease
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 @contextmanager
