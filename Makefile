@@ -18,10 +18,14 @@ help:
 	@echo "make api-types  regenerate frontend/src/api/openapi.json and schema.d.ts after an API change"
 	@echo "make reliability  the long hardening benches: crashes, restarts, provider faults, fuzzing, load, soak (~45 min)"
 
+# llama-cpp-python (the local model) builds from its sdist: for any x86-64-v3 CPU, not only this
+# one (a native build used instructions, AMX, that a sandboxed CPU may refuse: SIGILL).
+LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
+
 $(STAMP):
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -r requirements-dev.txt
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/python -m pip install --quiet -r requirements-dev.txt
 	@rm -f $(VENV)/.installed-*
 	@touch $@
 

@@ -10,6 +10,7 @@ from django.conf import settings
 from django.db import connection
 from psycopg_pool import PoolTimeout
 
+from studio.local_model import check
 from studio.queues import app as celery_app
 from studio.unavailable import first_line
 
@@ -72,7 +73,18 @@ def check_worker(timeout: float = 1.0) -> dict[str, Any]:
     return {"ok": True, "workers": sorted(name for reply in replies for name in reply)}
 
 
+def check_model() -> dict[str, Any] | None:
+    """The local model's server (studio/local_model.py), where this studio has one: None when
+    ORCHESTRA_LOCAL_MODEL is off or no server is known (a web host without ORCHESTRA_LOCAL_MODEL_URL)."""
+    if not settings.ORCHESTRA_LOCAL_MODEL or not settings.ORCHESTRA_LOCAL_MODEL_URL:
+        return None
+    return check(settings.ORCHESTRA_LOCAL_MODEL_URL, settings.ORCHESTRA_LOCAL_MODEL_NAME)
+
+
 def health() -> dict[str, Any]:
     report: dict[str, Any] = {"db": check_database(), "redis": check_redis(), "worker": check_worker()}
+    model = check_model()
+    if model is not None:
+        report["model"] = model
     report["status"] = "ok" if all(part["ok"] for part in report.values()) else "degraded"
     return report

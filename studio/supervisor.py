@@ -1,5 +1,8 @@
 """Child processes for `manage.py up`: started together, stopped together.
 
+A child that exits while the studio runs (a worker killed with `kill -9`, a model server that
+crashed) is started again with backoff (`restart_due`), and `up` logs each exit and start.
+
 Children run in their own sessions, so a Ctrl-C in the terminal reaches only `up`,
 which then stops them in order. On Linux each child is also told to exit if `up`
 itself dies (PR_SET_PDEATHSIG), so no server is left holding the port.
@@ -14,7 +17,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 PR_SET_PDEATHSIG = 1
@@ -31,15 +34,58 @@ def _die_with_parent() -> Callable[[], None] | None:
     return set_pdeathsig
 
 
+# A child that exits is started again after 1, 2, 4, ... seconds, at most RESTART_BACKOFF_MAX_S;
+# one that then runs RESTART_STEADY_S without exiting starts from 1 s again.
+RESTART_BACKOFF_MAX_S = 30.0
+RESTART_STEADY_S = 60.0
+
+
 @dataclass
 class Child:
     name: str
     process: subprocess.Popen[bytes]
+    command: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict, repr=False)
+    cwd: Path = Path()
+    started_at: float = field(default_factory=time.monotonic)
+    restarts: int = 0  # how many times it was started again
+    failures: int = 0  # exits in a row, each within RESTART_STEADY_S of its start
+    due_at: float | None = None  # when an exited child is started again
+
+    def start_again(self) -> None:
+        self.process = _popen(self.command, self.env, self.cwd)
+        self.started_at, self.due_at = time.monotonic(), None
+        self.restarts += 1
+
+
+def _popen(command: list[str], env: dict[str, str], cwd: Path) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(command, env=env, cwd=cwd, start_new_session=True, preexec_fn=_die_with_parent())
 
 
 def spawn(name: str, command: list[str], env: dict[str, str], cwd: Path) -> Child:
-    process = subprocess.Popen(command, env=env, cwd=cwd, start_new_session=True, preexec_fn=_die_with_parent())
-    return Child(name, process)
+    return Child(name, _popen(command, env, cwd), command=command, env=env, cwd=Path(cwd))
+
+
+def restart_delay(failures: int) -> float:
+    """Seconds before the next start of a child that exited `failures` times in a row."""
+    return min(RESTART_BACKOFF_MAX_S, 2.0 ** max(0, failures - 1))
+
+
+def restart_due(children: list[Child], now: float | None = None) -> tuple[list[Child], list[Child]]:
+    """One supervision tick: (the children that just exited, each now given a time to start
+    again; the children started again in this tick)."""
+    now = time.monotonic() if now is None else now
+    exited, started = [], []
+    for child in children:
+        if child.due_at is None and child.process.poll() is not None:
+            steady = now - child.started_at >= RESTART_STEADY_S
+            child.failures = 1 if steady else child.failures + 1
+            child.due_at = now + restart_delay(child.failures)
+            exited.append(child)
+        elif child.due_at is not None and now >= child.due_at:
+            child.start_again()
+            started.append(child)
+    return exited, started
 
 
 def first_exited(children: list[Child]) -> Child | None:

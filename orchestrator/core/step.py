@@ -24,6 +24,7 @@ from orchestrator.core.actions import apply
 from orchestrator.core.observe import observe
 from orchestrator.core.state import DONE_BADLY, NodeState, RunSpec, RunState
 from orchestrator.core.tree import TEXT_IN_EVENTS, absorb, node_created, propagate
+from orchestrator.envelope import ERROR_CAUSES
 from orchestrator.policies import Policy
 from orchestrator.protocol import Finish, Pair, Plan, ProtocolViolation, Repair, Solve, Wait, check_action
 
@@ -49,12 +50,13 @@ def start(state: RunState, now: datetime, *, root_metadata: dict[str, Any]) -> N
 
 
 def recorded_metadata(item_id: str | None, pairs: list[tuple[str, str]], domain: str, benchmark: str) -> dict[str, Any]:
-    """The root's metadata for a task that is a recorded item (`item_id`) or a recorded prompt:
-    which (model, primitive) `pairs` have a recording, so a policy need not guess on replay,
-    and what the recordings say the task is, for a task that does not say (a /v1 request)."""
+    """The root's metadata: which (model, primitive) `pairs` have a recording of the task (a
+    recorded item, `item_id`, or a recorded prompt), so a policy need not guess on replay, and
+    an empty list where none has (a user's own prompt: only a live endpoint can answer it); and
+    what the recordings say the task is, for a task that does not say (a /v1 request)."""
     metadata: dict[str, Any] = {"item_id": item_id} if item_id else {}
+    metadata["recorded_pairs"] = [list(pair) for pair in sorted(set(pairs))]
     if pairs:
-        metadata["recorded_pairs"] = [list(pair) for pair in sorted(set(pairs))]
         metadata["recorded_domain"], metadata["recorded_benchmark"] = domain, benchmark
     return metadata
 
@@ -158,20 +160,6 @@ def decide(state: RunState, policy: Policy, pairs: tuple[Pair, ...], now: dateti
 
 FAILED = {"error", "timeout"}
 EPOCH = datetime.min.replace(tzinfo=UTC)
-# What an error kind (workers.llm.classify) means, in words a user acts on.
-ERROR_CAUSES = {
-    "auth": "the provider refused the key (401/403)",
-    "connection": "the endpoint could not be reached",
-    "not_found": "the provider does not know the model (404)",
-    "rate_limit": "the provider kept refusing for its rate limit (429)",
-    "server_error": "the provider failed (5xx)",
-    "timeout": "the call timed out",
-    "context_length": "the prompt is longer than the model's context",
-    "bad_request": "the provider refused the request (400)",
-    "no_recording": "no recording answers this prompt",
-}
-
-
 def no_progress(state: RunState) -> str:
     """Why a run ends with nothing in flight and nothing chosen: the last call that failed, in
     words, when one did (the policy gave up on it), else that nothing was chosen at all."""

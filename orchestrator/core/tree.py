@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from orchestrator.core.state import DONE_BADLY, AttemptState, NodeState, RunState
+from orchestrator.envelope import ERROR_CAUSES
 from orchestrator.protocol import NodeStatus
 
 MAX_ATTEMPTS_PER_NODE = 4
@@ -60,6 +61,16 @@ def accept(state: RunState, node: NodeState, attempt: AttemptState, **payload: A
 
 
 def _absorb_plan(state: RunState, node: NodeState, attempt: AttemptState) -> None:
+    """A planner's answer: the node's plan, or (invalid twice, or the call failed) a mark that
+    makes the policy solve the node whole. Each outcome is counted on the run, under
+    `verification.plans`: `parsed` (the first reply was a valid plan), `repaired` (valid after
+    the repair prompt), `fell_back` (no plan)."""
+    repaired = bool((attempt.envelope.get("artifacts") or {}).get("repaired"))
+    outcome = "fell_back" if attempt.status != "ok" else "repaired" if repaired else "parsed"
+    plans = dict(state.verification.get("plans") or {})
+    plans[outcome] = int(plans.get(outcome, 0)) + 1
+    state.verification = {**state.verification, "plans": plans}
+    state.changes.run_fields.add("verification")
     if attempt.status == "ok":
         node.plan = (attempt.envelope.get("artifacts") or {}).get("plan")
         set_status(state, node, "ready", planned=len(node.plan or []))
@@ -70,7 +81,10 @@ def _absorb_plan(state: RunState, node: NodeState, attempt: AttemptState) -> Non
 
 def _absorb_failure(state: RunState, node: NodeState, attempt: AttemptState, *, reviews: bool) -> None:
     tries = sum(1 for a in node.attempts if a.primitive != "plan")
-    reason = f"{attempt.error_kind or attempt.status}: {attempt.error_message}".strip(": ")
+    kind = attempt.error_kind or attempt.status
+    cause = ERROR_CAUSES.get(kind)  # in words, then the kind, then the provider's own message
+    reason = f"{cause} ({kind}): {attempt.error_message}" if cause else f"{kind}: {attempt.error_message}"
+    reason = reason.strip(": ")
     if reviews and any(a.status == "ok" for a in node.attempts):
         # A second opinion failed; the answers in hand stay for the policy to accept.
         set_status(state, node, "answered", after_failure=reason[:TEXT_IN_EVENTS], attempts=tries)

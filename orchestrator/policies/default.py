@@ -29,7 +29,7 @@ import numpy as np
 
 from orchestrator.composite.items import node_items, recorded_pairs, subtasks
 from orchestrator.core.actions import part_label
-from orchestrator.envelope import TRANSIENT_ERRORS
+from orchestrator.envelope import ENDPOINT_ERRORS, TRANSIENT_ERRORS
 from orchestrator.policies import register
 from orchestrator.policies.best_of import Embedder, PlanScorer, best_of_note
 from orchestrator.protocol import (
@@ -187,9 +187,18 @@ class DefaultPolicy:
         recorded = recorded_pairs(items) if items else node.metadata.get("recorded_pairs")
         allowed = list(observation.pairs)
         if recorded is not None:
-            # On replay, only a pair with a recording can answer; if none is admissible here,
-            # try the others anyway, so the run fails with replay's own clear error.
-            allowed = [p for p in allowed if [p.model.removeprefix("replay/"), p.ref.primitive] in recorded] or allowed
+            # A recorded item or prompt is answered by its recordings. One that no recording
+            # answers (the recordings were looked up: an empty list) goes to the pool's live
+            # endpoints (a real model, the local one), for a replay pair would only fail. If
+            # neither kind is admissible here, try the others anyway, so the run fails with
+            # replay's own clear error.
+            on_record = [p for p in allowed if [p.model.removeprefix("replay/"), p.ref.primitive] in recorded]
+            live = [p for p in allowed if not p.model.startswith("replay/")]
+            allowed = on_record or live or allowed
+        # An endpoint that refused the key, does not know the model or cannot take the prompt
+        # on this node fails the same way with its other primitives: they are not tried.
+        refused = {a.pair.endpoint_id for a in node.attempts if a.error_kind in ENDPOINT_ERRORS}
+        allowed = [pair for pair in allowed if pair.ref.endpoint_id not in refused]
         if node.kind == "aggregate":
             allowed = [pair for pair in allowed if pair.ref.primitive == "aggregate"]
         else:  # planning, or composing answers, is not a way to solve a node

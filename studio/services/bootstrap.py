@@ -7,6 +7,7 @@ import pickle
 import secrets
 import shutil
 from dataclasses import dataclass
+from decimal import Decimal
 from pathlib import Path
 
 from django.conf import settings
@@ -15,7 +16,18 @@ from django.utils import timezone
 
 from orchestrator.embedding import EMBEDDING_ID
 from orchestrator.ship_policy import shipped_demo
-from studio.models import Checkpoint, CheckpointKind, JobStatus, Primitive, Role, TrainingJob, User
+from studio.models import (
+    Checkpoint,
+    CheckpointKind,
+    JobStatus,
+    ModelEndpoint,
+    ModelPool,
+    Primitive,
+    Role,
+    TrainingJob,
+    User,
+)
+from studio.services.pools import endpoint_create
 from studio.services.training import checkpoints_dir, training_job_create, training_job_finish
 from studio.services.users import user_create
 
@@ -45,7 +57,13 @@ PRIMITIVES = [
     PrimitiveSpec("reflexion", "Generate, run the tests, reflect and retry.", {"max_tries": 3}, True),
     PrimitiveSpec("long_context", "Chunk the input, map over the chunks, reduce.", {"chunk_tokens": 2000}),
     PrimitiveSpec("aggregate", "Compose the answers of a decomposed task's parts into its answer.", {}),
+    PrimitiveSpec("plan", "Split a task into a DAG of subtasks (JSON), with one repair prompt.", {}),
 ]
+# The local model's admissible pairs in the demo pool: every primitive that needs neither tools
+# it cannot call (tool_use), nor a sandboxed program it cannot write (program), nor long inputs
+# past its context (long_context).
+LOCAL_KEY = "no-key"
+LOCAL_PRIMITIVES = ("direct", "cot", "self_consistency", "reflexion", "verify", "plan", "aggregate")
 
 DEMO_POOL = "replay-demo"
 # The demo policy trains on RouterBench's recorded outcomes: a few minutes on 2 cores, while
@@ -82,6 +100,53 @@ def primitives_seed() -> list[Primitive]:
         )
         rows.append(row)
     return rows
+
+
+@dataclass(frozen=True)
+class LocalModel:
+    """The local model as the demo pool lists it (settings ORCHESTRA_LOCAL_MODEL_*)."""
+
+    url: str  # its OpenAI-compatible base URL
+    name: str  # the model the server serves
+    price_per_mtok: float  # USD per million tokens, in and out
+    context: int
+
+    @property
+    def endpoint_name(self) -> str:
+        return f"{self.name}-local"
+
+
+@transaction.atomic
+def local_endpoint_ensure(*, pool_name: str, local: LocalModel) -> tuple[ModelEndpoint, bool]:
+    """The local model's endpoint in the pool (made with the pool if missing), with an admissible
+    pair for each of LOCAL_PRIMITIVES; on a later start its URL, model, price and context are
+    brought up to date (`up` may take another port), its pairs and `enabled` left as they are.
+    Returns it and whether it was made."""
+    pool, _ = ModelPool.objects.get_or_create(
+        name=pool_name, defaults={"description": "The demo pool: recorded outcomes (replay) and the local model."}
+    )
+    fields = {
+        "model": f"openai/{local.name}",
+        "api_base": local.url,
+        "input_cost_per_mtok": Decimal(str(local.price_per_mtok)),
+        "output_cost_per_mtok": Decimal(str(local.price_per_mtok)),
+        "context_window": local.context,
+        "descriptors": {"local": True, "family": "llama.cpp", "tags": ["local"]},
+    }
+    endpoint = ModelEndpoint.objects.filter(pool=pool, name=local.endpoint_name).first()
+    if endpoint is None:
+        primitives_seed()
+        # llama.cpp's server checks no key, but OpenAI's client insists on one.
+        made = endpoint_create(
+            pool_id=pool.pk, name=local.endpoint_name, api_key=LOCAL_KEY, primitives=LOCAL_PRIMITIVES, **fields
+        )
+        return made, True
+    changed = {key: value for key, value in fields.items() if getattr(endpoint, key) != value}
+    if changed:
+        for key, value in changed.items():
+            setattr(endpoint, key, value)
+        endpoint.save(update_fields=[*changed, "updated_at"])
+    return endpoint, False
 
 
 def checkpoint_facts(checkpoint: Checkpoint) -> tuple[str, bool] | None:

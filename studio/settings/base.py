@@ -238,6 +238,19 @@ ORCHESTRA_ATTEMPT_THREADS = env_int("ORCHESTRA_ATTEMPT_THREADS", 16)
 # The OpenAI-compatible endpoint: the pool a request without `pool` runs on, and how long it waits.
 ORCHESTRA_DEFAULT_POOL: str = env_str("ORCHESTRA_DEFAULT_POOL", "replay-demo") or "replay-demo"
 ORCHESTRA_OPENAI_WAIT_S = env_int("ORCHESTRA_OPENAI_WAIT_S", 300)
+# The local model (studio/local_model.py): `up` serves a real small LLM (SmolLM2-135M, shipped in a
+# PyPI wheel) through llama.cpp's OpenAI-compatible server, and the demo pool calls it. _URL points
+# at a server that already runs instead (llama.cpp, Ollama, vLLM: its OpenAI base URL); _NAME is
+# the model it serves. _PORT 0 takes a free port at each start. _PRICE is USD per million tokens,
+# in and out (docs/configuration.md derives it from measured CPU time per token).
+ORCHESTRA_LOCAL_MODEL = env_bool("ORCHESTRA_LOCAL_MODEL", True)
+ORCHESTRA_LOCAL_MODEL_URL: str = env_str("ORCHESTRA_LOCAL_MODEL_URL", "") or ""
+ORCHESTRA_LOCAL_MODEL_NAME: str = env_str("ORCHESTRA_LOCAL_MODEL_NAME", "smollm2") or "smollm2"
+ORCHESTRA_LOCAL_MODEL_FILE: str = env_str("ORCHESTRA_LOCAL_MODEL_FILE", "") or ""
+ORCHESTRA_LOCAL_MODEL_PORT = env_int("ORCHESTRA_LOCAL_MODEL_PORT", 0)
+ORCHESTRA_LOCAL_MODEL_THREADS = env_int("ORCHESTRA_LOCAL_MODEL_THREADS", 1)
+ORCHESTRA_LOCAL_MODEL_CONTEXT = env_int("ORCHESTRA_LOCAL_MODEL_CONTEXT", 2048)
+ORCHESTRA_LOCAL_MODEL_PRICE = env_float("ORCHESTRA_LOCAL_MODEL_PRICE", 0.1)
 # /v1's fast path (studio/services/fast_path.py): a request the policy delegates to one pair is
 # called in the server's process, on up to ORCHESTRA_FAST_THREADS threads at once, and recorded
 # after the answer; off: every request takes the full machinery (Celery steps and workers).

@@ -179,6 +179,34 @@ def test_after_its_replans_a_task_is_solved_directly() -> None:
     assert root.attempts[-1].primitive == "direct" and root.accepted == len(root.attempts)
 
 
+def test_each_planner_outcome_is_counted_on_the_run() -> None:
+    """`verification.plans`: a plan valid at once, one valid after the repair prompt, and one
+    invalid twice (the task is then solved whole) are each counted."""
+
+    class Planner(Scripted):
+        def __init__(self, outcome: str) -> None:
+            super().__init__()
+            self.outcome = outcome
+
+        def execute(self, attempt: AttemptState) -> float:
+            if attempt.primitive != "plan":
+                return super().execute(attempt)
+            self.requests.append(("plan", dict(attempt.request)))
+            if self.outcome == "fell_back":
+                attempt.status, attempt.error_kind, attempt.error_message = "error", "parse", "invalid twice"
+            else:
+                artifacts = {"plan": PLAN_B, "repaired": self.outcome == "repaired"}
+                attempt.status, attempt.envelope = "ok", {"status": "ok", "artifacts": artifacts}
+            return 0.0
+
+    for outcome in ("parsed", "repaired", "fell_back"):
+        spec = RunSpec(task_text="Add two and three.", decomposable=True)
+        state = run_offline(spec, DefaultPolicy(DefaultConfig()), (*PAIRS, PLANNER), Planner(outcome))
+        assert state.status == "succeeded", (outcome, state.end_reason)
+        assert state.verification["plans"] == {outcome: 1}
+        assert state.final_answer == ("5" if outcome == "fell_back" else "a: 5\nc: 20")
+
+
 def test_a_lost_part_cancels_its_slow_siblings_at_once_then_replans() -> None:
     """The policy acts while a sibling still runs: the step after one part is lost cancels
     the part in flight (its call left to finish, its answer dropped) and replans, without

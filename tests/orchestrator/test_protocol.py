@@ -90,6 +90,25 @@ def test_default_policy_retries_transient_errors_then_repairs() -> None:
     assert isinstance(policy.act(observe(exhausted)), Wait)
 
 
+def test_an_endpoint_that_cannot_take_the_prompt_is_not_tried_with_its_other_primitives() -> None:
+    """A refused key, an unknown model or a prompt past the context fails every primitive of
+    that endpoint alike: the repair goes to another endpoint, or there is none."""
+    cheap_cot = PairRef(1, "cot")
+    pairs = (Pair(CHEAP, "openai/cheap", 0.1, 0.2), Pair(cheap_cot, "openai/cheap", 0.1, 0.2),
+             Pair(DEAR, "openai/dear", 10.0, 30.0))  # fmt: skip
+    policy = make_policy("default")
+    for kind in ("context_length", "auth", "not_found"):
+        failed = root(attempts=(AttemptView(CHEAP, "error", kind),))
+        observation = Observation(task_text="t", decomposable=False, nodes=(failed,), budget_left=Budget(), pairs=pairs)
+        assert policy.act(observation) == Repair("root", DEAR)
+        alone = Observation(task_text="t", decomposable=False, nodes=(failed,), budget_left=Budget(), pairs=pairs[:2])
+        assert isinstance(policy.act(alone), Wait)
+    # Any other failure of a pair leaves the endpoint's other primitives to try.
+    parse = root(attempts=(AttemptView(CHEAP, "error", "parse"),))
+    observation = Observation(task_text="t", decomposable=False, nodes=(parse,), budget_left=Budget(), pairs=pairs)
+    assert policy.act(observation) == Repair("root", cheap_cot)
+
+
 def test_default_policy_plans_decomposable_tasks_then_decomposes() -> None:
     policy = make_policy("default")
     assert policy.act(observe(root(), decomposable=True)) == Plan("root", PairRef(2, "plan"))
@@ -124,6 +143,27 @@ def test_recorded_items_are_solved_with_a_recorded_pair() -> None:
     )
     # The cheaper pair has no recording of this item, so it is not a candidate.
     assert make_policy("default").act(observation) == Solve("root.item1", DEAR)
+
+
+def test_a_prompt_no_recording_answers_goes_to_a_live_endpoint() -> None:
+    """The recordings were looked up and none answers (a user's own prompt): the replay pairs,
+    dear or cheap, are not candidates; the live one is. A recorded prompt keeps its recordings.
+    A pool with nothing live still tries replay, which fails with its own clear error."""
+    live = PairRef(3, "direct")
+    pairs = (
+        Pair(CHEAP, "replay/cheap", 0.01, 0.01),
+        Pair(DEAR, "replay/dear", 10.0, 30.0),
+        Pair(live, "openai/smollm2", 0.1, 0.1),
+    )
+
+    def act(recorded: list[list[str]], pool: tuple[Pair, ...] = pairs) -> object:
+        node = root(metadata={"recorded_pairs": recorded})
+        observation = Observation(task_text="t", decomposable=False, nodes=(node,), budget_left=Budget(), pairs=pool)
+        return make_policy("default").act(observation)
+
+    assert act([]) == Solve("root", live)
+    assert act([["dear", "direct"]]) == Solve("root", DEAR)
+    assert act([], pairs[:2]) == Solve("root", CHEAP)
 
 
 def test_default_policy_aggregates_and_finishes() -> None:

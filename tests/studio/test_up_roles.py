@@ -55,16 +55,27 @@ def test_a_web_host_binds_where_the_environment_says(monkeypatch) -> None:
     assert (plan.host, plan.port, plan.web, plan.worker, plan.processes) == ("10.0.0.11", 8081, True, False, 1)
 
 
+def test_a_model_host_serves_on_its_own_port(monkeypatch) -> None:
+    """`--role model`: the local model's server alone, on 8001 unless told otherwise."""
+    monkeypatch.delenv("ORCHESTRA_PORT", raising=False)
+    monkeypatch.delenv("ORCHESTRA_HOST", raising=False)
+    plan = plan_check(options(role="model"))
+    assert (plan.role, plan.host, plan.port, plan.web, plan.worker) == ("model", "127.0.0.1", 8001, False, False)
+    assert plan_check(options(role="model", port=9100, host="0.0.0.0")).port == 9100
+
+
 @pytest.mark.parametrize(
     ("given", "message"),
     [
-        ({"role": "db"}, "--role 'db': choose all, web or worker."),
+        ({"role": "db"}, "--role 'db': choose all, web, worker or model."),
         ({"role": "web", "queues": "workers"}, "--queues: a web host runs no worker"),
         ({"role": "worker", "queues": "workers,gpu"}, "--queues: unknown queue 'gpu'; choose from orchestrator,"),
         ({"role": "worker", "queues": " , "}, "--queues: no queue named"),
         ({"role": "worker", "port": 9000}, "--host/--port: a worker host serves no HTTP"),
         ({"role": "web", "concurrency": 4}, "--concurrency: a web host runs no worker"),
         ({"role": "worker", "concurrency": 0}, "--concurrency 0: a worker needs at least 1 process."),
+        ({"role": "model", "queues": "workers"}, "--queues: a model host runs no worker"),
+        ({"role": "model", "concurrency": 2}, "--concurrency: a model host runs no worker"),
     ],
 )
 def test_options_that_make_no_sense_are_refused(given: dict[str, Any], message: str) -> None:
@@ -96,7 +107,7 @@ def one_error_line(result: subprocess.CompletedProcess[str]) -> str:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--role", "cluster"], "CommandError: --role 'cluster': choose all, web or worker."),
+        (["--role", "cluster"], "CommandError: --role 'cluster': choose all, web, worker or model."),
         (["--role", "worker", "--queues", "workers,gpu"], "CommandError: --queues: unknown queue 'gpu'"),
         (["--role", "web", "--queues", "workers"], "CommandError: --queues: a web host runs no worker"),
     ],

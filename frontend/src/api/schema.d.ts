@@ -325,7 +325,8 @@ export interface paths {
         };
         /**
          * Get Health
-         * @description Reachability of PostgreSQL, Redis and at least one Celery worker (503 if any is down).
+         * @description Reachability of PostgreSQL, Redis, at least one Celery worker and the local model's server,
+         *     where the studio has one (503 if any is down).
          */
         get: operations["studio_api_health_get_health"];
         put?: never;
@@ -1148,8 +1149,12 @@ export interface components {
         ComponentOut: {
             /** Error */
             error?: string | null;
+            /** Model */
+            model?: string | null;
             /** Ok */
             ok: boolean;
+            /** Url */
+            url?: string | null;
             /** Workers */
             workers?: string[] | null;
         };
@@ -1530,6 +1535,7 @@ export interface components {
         /** HealthOut */
         HealthOut: {
             db: components["schemas"]["ComponentOut"];
+            model?: components["schemas"]["ComponentOut"] | null;
             redis: components["schemas"]["ComponentOut"];
             /** Status */
             status: string;

@@ -11,16 +11,40 @@ from django.core.exceptions import ValidationError
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
-from studio.services.bootstrap import DEMO_POOL, admin_ensure, demo_policy_ensure, primitives_seed
+from studio.services.bootstrap import (
+    DEMO_POOL,
+    LocalModel,
+    admin_ensure,
+    demo_policy_ensure,
+    local_endpoint_ensure,
+    primitives_seed,
+)
 
 
 class Command(BaseCommand):
     help = (
         "Create an admin user if none exists (password from ORCHESTRA_ADMIN_PASSWORD, "
         "else generated and printed once), the standard primitives, and the demo pool: the "
-        "recorded outcomes shipped in data/outcomes, served as replay/<model>; then, unless "
+        "local model (ORCHESTRA_LOCAL_MODEL_URL, which `up` sets) and the recorded outcomes "
+        "shipped in data/outcomes, served as replay/<model>; then, unless "
         "ORCHESTRA_DEMO_POLICY=false, queues the demo policy's training. Safe to run again."
     )
+
+    def _local_model(self) -> None:
+        """The local model's endpoint in the demo pool, where `up` serves one (or
+        ORCHESTRA_LOCAL_MODEL_URL names one)."""
+        url = settings.ORCHESTRA_LOCAL_MODEL_URL
+        if not settings.ORCHESTRA_LOCAL_MODEL or not url:
+            return
+        local = LocalModel(
+            url=url,
+            name=settings.ORCHESTRA_LOCAL_MODEL_NAME,
+            price_per_mtok=settings.ORCHESTRA_LOCAL_MODEL_PRICE,
+            context=settings.ORCHESTRA_LOCAL_MODEL_CONTEXT,
+        )
+        endpoint, made = local_endpoint_ensure(pool_name=DEMO_POOL, local=local)
+        what = "added to" if made else "in"
+        self.stdout.write(f"Local model: {endpoint.model} at {url}, {what} pool {DEMO_POOL!r}.")
 
     def add_arguments(self, parser: Any) -> None:
         parser.add_argument("--admin-username", default=os.environ.get("ORCHESTRA_ADMIN_USERNAME", "admin"))
@@ -41,10 +65,11 @@ class Command(BaseCommand):
         else:
             self.stdout.write(f"Admin user: {user.username}")
         primitives_seed()
+        self._local_model()
         outcomes = Path(settings.OUTCOMES_DIR)
         files = sorted(outcomes.glob("*.jsonl.gz"))
         if not files:
-            self.stdout.write(self.style.WARNING(f"No recorded outcomes in {outcomes}; no demo pool."))
+            self.stdout.write(self.style.WARNING(f"No recorded outcomes in {outcomes}; no replay endpoints."))
             return
         prices = outcomes / "prices.json"
         extra = ["--prices", str(prices)] if prices.exists() else []

