@@ -160,6 +160,8 @@ def decide(state: RunState, policy: Policy, pairs: tuple[Pair, ...], now: dateti
 
 FAILED = {"error", "timeout"}
 EPOCH = datetime.min.replace(tzinfo=UTC)
+
+
 def no_progress(state: RunState) -> str:
     """Why a run ends with nothing in flight and nothing chosen: the last call that failed, in
     words, when one did (the policy gave up on it), else that nothing was chosen at all."""

@@ -61,7 +61,7 @@ def test_a_model_host_serves_on_its_own_port(monkeypatch) -> None:
     monkeypatch.delenv("ORCHESTRA_HOST", raising=False)
     plan = plan_check(options(role="model"))
     assert (plan.role, plan.host, plan.port, plan.web, plan.worker) == ("model", "127.0.0.1", 8001, False, False)
-    assert plan_check(options(role="model", port=9100, host="0.0.0.0")).port == 9100
+    assert plan_check(options(role="model", port=9100, host="::1")).port == 9100
 
 
 @pytest.mark.parametrize(
