@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -15,6 +17,7 @@ from studio.permissions import can_read_run, can_see_everything
 from studio.services.evaluation_progress import evaluation_group, evaluation_message
 from studio.services.events import event_message, run_group
 from studio.services.training import training_group
+from studio.streaming import WATCH_S, watch
 
 # Close codes (4000-4999 are the application's): a browser can tell why it was refused.
 CLOSE_UNAUTHENTICATED = 4401
@@ -81,7 +84,16 @@ class RunConsumer(AsyncJsonWebsocketConsumer):
         self.last_seq = _after(self.scope.get("query_string", b""))
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.accept()
+        self.watching = asyncio.ensure_future(self._watch())
         await self._replay()
+
+    async def _watch(self) -> None:
+        """Mark the run watched while the socket is open, so that its calls stream their
+        tokens here (`run.delta`, studio/streaming.py)."""
+        while True:
+            with contextlib.suppress(Exception):  # the cache is away: the tree still gets the events
+                await sync_to_async(watch, thread_sensitive=False)(self.run_id)
+            await asyncio.sleep(WATCH_S / 2)
 
     async def _replay(self) -> None:
         while True:
@@ -106,7 +118,14 @@ class RunConsumer(AsyncJsonWebsocketConsumer):
             if message["seq"] > self.last_seq:
                 await self._emit(message)
 
+    async def run_delta(self, content: dict[str, Any]) -> None:
+        """A `run.delta` message: the next piece of a call's text as the model writes it (not an
+        event: no seq, nothing stored; the node's events carry its output)."""
+        await self.send_json({"kind": "delta", **{k: v for k, v in content.items() if k != "type"}})
+
     async def disconnect(self, code: int) -> None:
+        if hasattr(self, "watching"):
+            self.watching.cancel()
         if hasattr(self, "group"):
             await self.channel_layer.group_discard(self.group, self.channel_name)
 

@@ -307,6 +307,21 @@ class EvaluationProgress(BaseModel):
     message: str = Field(description="the method being fitted, or why it failed")
 
 
+class RunDelta(BaseModel):
+    """A message of /ws/runs/<id>/ that is not an event: the next piece of a call's text as the
+    model writes it (studio/streaming.py), sent while someone watches the run. Nothing stores
+    it; the node's events carry its output."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["delta"]
+    node: str = Field(description="the node's key")
+    attempt: int = Field(description="the attempt's number on the node")
+    primitive: str
+    offset: int = Field(description="characters of the attempt's text before this piece")
+    text: str
+
+
 class EventSchemaError(ValueError):
     """A run event whose type is unknown or whose payload breaks its schema."""
 
@@ -338,7 +353,7 @@ def _without_defaults(schema: dict[str, Any]) -> dict[str, Any]:
 
 def event_schema() -> dict[str, Any]:
     """The messages as an OpenAPI document (components only), for openapi-typescript."""
-    models: list[type[BaseModel]] = [*MESSAGES, TrainingProgress, EvaluationProgress]
+    models: list[type[BaseModel]] = [*MESSAGES, RunDelta, TrainingProgress, EvaluationProgress]
     _, top = models_json_schema([(model, "validation") for model in models], ref_template=REF)
     schemas = {name: _without_defaults(schema) for name, schema in top["$defs"].items()}
     union = TypeAdapter(RunEventMessage).json_schema(ref_template=REF)

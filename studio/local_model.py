@@ -71,7 +71,7 @@ class Server:
             sys.executable, "-m", "llama_cpp.server",
             "--model", str(self.file), "--model_alias", self.name,
             "--host", self.host, "--port", str(self.port),
-            "--n_threads", str(self.threads), "--n_ctx", str(self.context),
+            "--n_threads", str(self.threads), "--n_ctx", str(self.context), "--verbose", "False",
         ]  # fmt: skip
 
 

@@ -56,6 +56,7 @@ from studio.services.chat import (
     run_wait,
     wait_limit_s,
 )
+from studio.services.fast_path import fast_streamed
 from studio.unavailable import DATABASE_ERRORS
 
 View = Callable[..., Coroutine[Any, Any, HttpResponseBase]]
@@ -126,7 +127,7 @@ async def chat_completions(request: HttpRequest, _: None) -> HttpResponseBase:
     if chat.stream:
         include_usage = bool(chat.stream_options and chat.stream_options.include_usage)
         start = fast_ended(fast, limit_s) if fast is not None else None
-        events = sse(completion_events(run, reply, limit_s, include_usage, start))
+        events = sse(completion_events(run, reply, limit_s, include_usage, start, fast_streamed(fast)))
         response: HttpResponseBase = StreamingHttpResponse(events, content_type="text/event-stream")
         response["Cache-Control"] = "no-cache"
         response["X-Accel-Buffering"] = "no"  # nginx: pass each event on at once

@@ -21,9 +21,10 @@ from orchestrator.envelope import Envelope
 from studio import queues
 from studio.db import connection_release
 from studio.services.attempts import AttemptWork, attempts_finish, attempts_start
+from studio.streaming import RunTokens, watched
 from studio.threads import process_pool
 from workers import replay
-from workers.llm import EndpointConfig, LLMClient
+from workers.llm import EndpointConfig, LLMClient, token_sink
 from workers.primitives import PrimitiveInput, run_primitive
 from workers.replay.db_store import DatabaseStore
 
@@ -72,6 +73,16 @@ def _config(work: AttemptWork) -> EndpointConfig:
     )
 
 
+def _tokens(work: AttemptWork, config: EndpointConfig) -> RunTokens | None:
+    """Where the attempt's tokens go as they arrive: the fast path's own, for a streamed /v1
+    request; else the run's group while someone watches the run (studio.streaming)."""
+    if work.tokens is not None:
+        return work.tokens
+    if config.is_replay or not work.run_id or not watched(work.run_id):
+        return None
+    return RunTokens(work.run_id, work.node_key, work.number, work.primitive)
+
+
 def execute(work: AttemptWork) -> Envelope:
     config = _config(work)
     if config.is_replay:
@@ -80,10 +91,16 @@ def execute(work: AttemptWork) -> Envelope:
     if "items" in fields:
         fields["items"] = tuple(str(item) for item in fields["items"])
     task = PrimitiveInput(**fields)
+    tokens = _tokens(work, config)
+    streaming = token_sink.set(tokens) if tokens is not None else None
     try:
         return run_primitive(work.primitive, LLMClient(config), task, work.params)
     except SoftTimeLimitExceeded:
         return Envelope.failure("timeout", "The attempt ran past its time limit.", status="timeout")
+    finally:
+        if streaming is not None:
+            token_sink.reset(streaming)
+            tokens.close()  # type: ignore[union-attr]
 
 
 def _execute_safely(work: AttemptWork) -> Envelope:

@@ -6,6 +6,12 @@ failures (429, 5xx, timeouts, lost connections, broken bodies) with exponential 
 and full jitter, and raises `ProviderError` with a typed kind for the rest. It meters
 tokens, cost and time over all the calls one primitive makes.
 
+A call made while a token sink is set (`token_sink`, set around an attempt that someone
+follows: studio/streaming.py) is streamed from the provider: each piece of its text goes to
+the sink as it arrives, and the pieces are put together into the same completion. A stream
+that ends before the provider says it finished is a `server_error` (retried), never a short
+answer.
+
 The HTTP client's timeout bounds each read, not the whole response: a body that trickles
 in, every piece just in time, would hold a call (and its worker thread) for as long as the
 server likes. So a call over the network also has a deadline for the whole call,
@@ -21,8 +27,9 @@ import re
 import time
 from collections.abc import Callable
 from concurrent.futures import TimeoutError as FutureTimeout
+from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
@@ -36,6 +43,20 @@ from workers.conversation import Conversation  # noqa: E402
 
 litellm.suppress_debug_info = True
 litellm.drop_params = True  # a provider that lacks a parameter (e.g. n) ignores it
+
+
+class TokenSink(Protocol):
+    """Where a streamed call's text goes as it arrives (studio.streaming.RunTokens)."""
+
+    def call(self) -> None:
+        """A call starts: the attempt's first, a retry, or another of its samples."""
+
+    def delta(self, text: str) -> None:
+        """The next piece of the call's text."""
+
+
+# The sink of the attempt this thread runs; None: its calls are not streamed.
+token_sink: ContextVar[TokenSink | None] = ContextVar("token_sink", default=None)
 
 
 @dataclass(frozen=True)
@@ -201,6 +222,28 @@ def within_deadline(call: Callable[[], Any], deadline_s: float) -> Any:
         raise ProviderError("timeout", f"No complete response within {deadline_s:g} s.") from None
 
 
+def streamed(kwargs: dict[str, Any], sink: TokenSink) -> Any:
+    """litellm.completion(**kwargs) streamed: each piece of text to `sink` as it arrives, then
+    the chunks put together into one response (litellm's stream_chunk_builder), usage included.
+    A stream that stops without a finish reason was cut short: a `server_error`."""
+    sink.call()
+    chunks = []
+    finished = False
+    for chunk in litellm.completion(**kwargs, stream=True, stream_options={"include_usage": True}):
+        chunks.append(chunk)
+        for choice in getattr(chunk, "choices", None) or ():
+            finished = finished or bool(choice.finish_reason)
+            text = choice.delta.content if choice.delta is not None else None
+            if text:
+                sink.delta(text)
+    if not finished:
+        raise ProviderError("server_error", "The provider's stream ended before its answer did.")
+    response = litellm.stream_chunk_builder(chunks, messages=kwargs["messages"])
+    if response is None:
+        raise ProviderError("server_error", "The provider's stream held no answer.")
+    return response
+
+
 class LLMClient:
     """Calls one endpoint; meters every call in `self.meter`."""
 
@@ -295,9 +338,12 @@ class LLMClient:
             kwargs["api_base"] = c.api_base
         if c.api_key:
             kwargs["api_key"] = c.api_key
+        sink = token_sink.get()
         if c.is_replay:
             kwargs["metadata"] = {"primitive": primitive, "item_id": item_id, "item_ids": list(item_ids)}
             response = litellm.completion(**kwargs)  # in process: its latency is simulated, if at all
+        elif sink is not None and not params.get("tools") and not params.get("response_format"):
+            response = within_deadline(lambda: streamed(kwargs, sink), c.timeout_s)
         else:
             response = within_deadline(lambda: litellm.completion(**kwargs), c.timeout_s)
         tokens_in, tokens_out = _usage(response)

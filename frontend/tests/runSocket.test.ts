@@ -328,3 +328,30 @@ describe("RunSocket", () => {
     expect(backoffDelay(10, 500, 10_000)).toBe(10_000);
   });
 });
+
+describe("deltas", () => {
+  it("hands a call's text to onDelta, apart from the events and their order", () => {
+    const deltas: string[] = [];
+    const seen: number[] = [];
+    const client = new RunSocket({
+      runId: 7,
+      onEvent: (e) => seen.push(e.seq),
+      onDelta: (d) => deltas.push(`${d.node}@${d.offset}:${d.text}`),
+      WebSocket: FakeSocket,
+      url: () => "ws://test/ws/runs/7/?after=0",
+      fetchEvents: () => Promise.resolve({ items: [], next_after: null }),
+      network: null,
+    });
+    client.start();
+    const socket = FakeSocket.last();
+    socket.open();
+    socket.send(1);
+    const piece = { kind: "delta", node: "root", attempt: 1, primitive: "direct", offset: 0, text: "Hi" };
+    socket.onmessage?.({ data: JSON.stringify(piece) });
+    socket.send(2);
+    expect(deltas).toEqual(["root@0:Hi"]);
+    expect(seen).toEqual([1, 2]);
+    expect(client.lastSeq).toBe(2);
+    client.stop();
+  });
+});

@@ -39,6 +39,12 @@ class AttemptWork:
     primitive: str
     params: dict[str, Any]
     request: dict[str, Any]
+    run_id: int = 0
+    node_key: str = ""
+    number: int = 0  # the attempt's number on its node
+    # Where its tokens go as they arrive (studio.streaming.RunTokens): set by /v1's fast path for
+    # a streamed request; else the executor streams it only while the run is watched.
+    tokens: Any = field(default=None, repr=False, compare=False)
 
 
 def _price(value: Decimal | None) -> float | None:
@@ -61,6 +67,9 @@ def endpoint_work(
     primitive: Primitive,
     request: dict[str, Any],
     text: str,
+    run_id: int = 0,
+    node_key: str = "",
+    number: int = 0,
 ) -> AttemptWork:
     """What a call of (endpoint, primitive) on a node of `text` needs, read off its rows."""
     return AttemptWork(
@@ -73,6 +82,9 @@ def endpoint_work(
         primitive=primitive.name,
         params={**primitive.parameters, **request.get("params", {})},
         request={"prompt": text, **request},
+        run_id=run_id,
+        node_key=node_key,
+        number=number,
     )
 
 
@@ -80,6 +92,7 @@ def _work(attempt: Attempt, keys: dict[int, str | None]) -> AttemptWork:
     return endpoint_work(
         attempt_id=attempt.pk, endpoint=attempt.endpoint, api_key=_endpoint_key(attempt, keys),
         primitive=attempt.primitive, request=attempt.request, text=attempt.node.text,
+        run_id=attempt.node.run_id, node_key=attempt.node.key, number=attempt.number,
     )  # fmt: skip
 
 

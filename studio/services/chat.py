@@ -37,6 +37,7 @@ from studio.services.fast_path import FastRun
 from studio.services.runs import run_create
 from studio.services.tasks import task_create
 from studio.services.tokens import token_user
+from studio.streaming import RunTokens
 from studio.unavailable import DATABASE_ERRORS
 
 log = logging.getLogger(__name__)
@@ -211,6 +212,8 @@ def _prepare(request: HttpRequest) -> Started:
         started.fast = None  # no record of the call could be kept: the full machinery writes the run first
     if started.fast is not None:
         started.run = started.fast.run
+        if started.chat.stream:  # its tokens go out as they come (completion_events)
+            fast_path.fast_stream(started.fast)
         fast_path.fast_start(started.fast)
     return started
 
@@ -344,23 +347,87 @@ CHUNK_CHARS = 64
 Event = tuple[Literal["data", "comment"], dict[str, Any] | str]
 
 
-async def completion_events(
-    run: Run, reply: Completion, limit_s: float, include_usage: bool, start: Awaitable[Run | None] | None = None
+def answer_changed(run: Run, streamed: int) -> OpenAIError:
+    return OpenAIError(
+        502,
+        f"The answer streamed so far ({streamed} characters) was not kept: its call failed part-way and run "
+        f"{run.pk} answered with another pair. Its answer is at /api/runs/{run.pk}.",
+        type="orchestra_run_failed", code="answer_changed", run_id=run.pk,
+    )  # fmt: skip
+
+
+def _answer_so_far(tokens: RunTokens, sent: str) -> str:
+    """What of the streamed call's text is new answer: its text stripped (the `direct` answer is
+    the reply stripped), past what was sent; nothing once a second call began (a retry)."""
+    visible = tokens.text.strip()
+    if tokens.calls != 1 or not visible.startswith(sent):
+        return ""
+    return visible[len(sent) :]
+
+
+async def _streamed_call(
+    call: asyncio.Future[Run | None], tokens: RunTokens, reply: Completion, sent: list[str]
 ) -> AsyncIterator[Event]:
-    """The run's answer as chat.completion.chunk events once it ends (`data`: a chunk, an
-    error, or "[DONE]"; `comment`: a keep-alive). The role goes first, at once; an error after
-    that is an event (the status is already 200). `start`, when given, is awaited first: the
-    fast path's call, which gives the run ended, or None when the run goes on elsewhere."""
+    """While the fast path's call runs, its text as content chunks as it grows (`sent` keeps
+    what went out); a keep-alive when nothing came for KEEPALIVE_S."""
+    loop = asyncio.get_running_loop()
+    woke = asyncio.Event()
+
+    def wake() -> None:  # on the call's thread
+        loop.call_soon_threadsafe(woke.set)
+
+    tokens.listen(wake)
+    while not call.done():
+        waiter: asyncio.Future[Any] = asyncio.ensure_future(woke.wait())
+        wanted: set[asyncio.Future[Any]] = {call, waiter}
+        done, _ = await asyncio.wait(wanted, timeout=KEEPALIVE_S, return_when=asyncio.FIRST_COMPLETED)
+        waiter.cancel()
+        woke.clear()
+        piece = _answer_so_far(tokens, "".join(sent))
+        if piece:
+            sent.append(piece)
+            yield "data", reply.chunk({"content": piece})
+        elif not done:
+            yield "comment", "the call is still going"
+    sent_text = "".join(sent)
+    piece = _answer_so_far(tokens, sent_text)
+    if piece:
+        sent.append(piece)
+        yield "data", reply.chunk({"content": piece})
+
+
+async def completion_events(
+    run: Run,
+    reply: Completion,
+    limit_s: float,
+    include_usage: bool,
+    start: Awaitable[Run | None] | None = None,
+    tokens: RunTokens | None = None,
+) -> AsyncIterator[Event]:
+    """The run's answer as chat.completion.chunk events (`data`: a chunk, an error, or
+    "[DONE]"; `comment`: a keep-alive). The role goes first, at once; an error after that is
+    an event (the status is already 200). `start`, when given, is awaited first: the fast
+    path's call, which gives the run ended, or None when the run goes on elsewhere. With
+    `tokens` (a `direct` call streamed), the answer goes out as the model writes it; else, in
+    pieces once the run ends. A streamed answer that the run does not keep (the call failed
+    part-way and another pair answered) ends in an error event naming the run."""
     yield "data", reply.chunk({"role": "assistant", "content": ""})
     loop = asyncio.get_running_loop()
     deadline = loop.time() + limit_s
     ended = None
+    sent: list[str] = []
     if start is not None:
+        call = asyncio.ensure_future(start)
         try:
-            ended = await start
+            if tokens is not None:
+                async for event in _streamed_call(call, tokens, reply, sent):
+                    yield event
+            ended = await call
         except OpenAIError as exc:
             yield "data", error_body(exc)
             return
+        finally:
+            call.cancel()  # the client went away: stop waiting for the call, as before
     while ended is None:
         left = deadline - loop.time()
         if left <= 0:
@@ -381,7 +448,11 @@ async def completion_events(
         yield "data", reply.chunk({"tool_calls": [{"index": i, **call} for i, call in enumerate(calls)]})
         yield "data", reply.chunk({}, finish_reason="tool_calls")
     else:
-        answer = ended.final_answer
+        streamed = "".join(sent)
+        if not ended.final_answer.startswith(streamed):
+            yield "data", error_body(answer_changed(ended, len(streamed)))
+            return
+        answer = ended.final_answer[len(streamed) :]
         for at in range(0, len(answer), CHUNK_CHARS):
             yield "data", reply.chunk({"content": answer[at : at + CHUNK_CHARS]})
         yield "data", reply.chunk({}, finish_reason="stop")

@@ -32,7 +32,7 @@ import logging
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from decimal import Decimal
 from typing import Any
@@ -56,6 +56,7 @@ from studio.services.policies import default_policy, policy_build, run_checkpoin
 from studio.services.run_record import payload_dump, run_record
 from studio.services.runs import no_pairs, preset_lambda
 from studio.services.tasks import check_task_text
+from studio.streaming import RunTokens
 from studio.threads import process_pool
 
 log = logging.getLogger(__name__)
@@ -172,7 +173,7 @@ def fast_prepare(
     found = view.by_pair[(attempt.endpoint_id, attempt.primitive)]
     work = endpoint_work(
         attempt_id=attempt.id, endpoint=found.row.endpoint, api_key=found.api_key, primitive=found.row.primitive,
-        request=attempt.request, text=node.text,
+        request=attempt.request, text=node.text, run_id=run.pk, node_key=node.key, number=attempt.number,
     )  # fmt: skip
     attempt.created_at = attempt.started_at = now
     attempt.status = "running"
@@ -186,6 +187,19 @@ def fast_hold(fast: FastRun) -> bool:
     """Hold the run's rows as they stand, its call about to start, until its record is written
     (`studio.fast_intents`); False when Redis cannot: then the call must not go out from here."""
     return fast_intents.hold(fast.run.pk, _payload(fast, []))
+
+
+def fast_stream(fast: FastRun) -> None:
+    """Stream the run's call: its tokens to the request and the run's group as they arrive."""
+    work = fast.work
+    fast.work = replace(work, tokens=RunTokens(work.run_id, work.node_key, work.number, work.primitive))
+
+
+def fast_streamed(fast: FastRun | None) -> RunTokens | None:
+    """The streamed call's tokens where they make the answer as they come: a `direct` call's."""
+    if fast is None or fast.work.tokens is None or fast.work.primitive != "direct":
+        return None
+    return fast.work.tokens
 
 
 def fast_start(fast: FastRun) -> None:

@@ -6,6 +6,7 @@ import pytest
 
 from orchestrator.planner import PlanError, parse_plan
 from orchestrator.policies import make_policy, policy_names
+from orchestrator.policies.default import DefaultPolicy
 from orchestrator.protocol import (
     Aggregate,
     AttemptView,
@@ -107,6 +108,16 @@ def test_an_endpoint_that_cannot_take_the_prompt_is_not_tried_with_its_other_pri
     parse = root(attempts=(AttemptView(CHEAP, "error", "parse"),))
     observation = Observation(task_text="t", decomposable=False, nodes=(parse,), budget_left=Budget(), pairs=pairs)
     assert policy.act(observation) == Repair("root", cheap_cot)
+
+
+def test_a_live_critic_reviews_an_answer_and_never_solves_a_fresh_node() -> None:
+    live_verify = PairRef(3, "verify")
+    pairs = (Pair(live_verify, "openai/smollm2", 0.0, 0.0), Pair(CHEAP, "openai/cheap", 0.1, 0.2))
+    fresh = Observation(task_text="t", decomposable=False, nodes=(root(),), budget_left=Budget(), pairs=pairs)
+    assert make_policy("default").act(fresh) == Solve("root", CHEAP)  # the critic is cheaper, but has nothing to judge
+    answered = root(attempts=(AttemptView(CHEAP, "error", "parse"), AttemptView(CHEAP, "ok")))
+    policy = make_policy("default")
+    assert isinstance(policy, DefaultPolicy) and live_verify in policy._candidates(answered, fresh)
 
 
 def test_default_policy_plans_decomposable_tasks_then_decomposes() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -14,6 +15,7 @@ from studio.models import Role, Run, User
 from studio.services.events import run_event_append
 from studio.services.fast_path import fast_hold
 from studio.services.tokens import token_create
+from studio.streaming import RunTokens, watched
 from tests.factories import RunFactory, TaskFactory, UserFactory
 from tests.support.websocket import handshake
 
@@ -139,3 +141,31 @@ async def test_an_unknown_run_is_refused_at_once(owned_run) -> None:
         application, f"/ws/runs/{run.pk + 1000}/", headers=[ORIGIN, await database_sync_to_async(session_cookie)(owner)]
     )
     assert await handshake(ws, timeout=2) == (False, 4403)
+
+
+async def test_a_socket_marks_its_run_watched_and_gets_the_tokens_as_they_come(owned_run) -> None:
+    """The live tree's socket marks the run watched (its calls then stream, studio/streaming.py)
+    and relays each `run.delta` as `kind: delta`, with no seq: deltas are not events."""
+    owner, run = owned_run
+    assert not await database_sync_to_async(watched)(run.pk)
+    ws = communicator(run, [await database_sync_to_async(session_cookie)(owner)])
+    connected, _ = await ws.connect()
+    assert connected
+    for _ in range(50):  # the mark is set just after the socket opens
+        if await database_sync_to_async(watched)(run.pk):
+            break
+        await asyncio.sleep(0.02)
+    assert await database_sync_to_async(watched)(run.pk)
+    tokens = RunTokens(run.pk, "root", 1, "direct")
+    tokens.call()
+    tokens.delta("Hello")
+    tokens.delta(", world")
+    tokens.close()
+    received = [await ws.receive_json_from(timeout=5)]
+    while "".join(m["text"] for m in received) != "Hello, world":
+        received.append(await ws.receive_json_from(timeout=5))
+    assert {m["kind"] for m in received} == {"delta"}
+    assert received[0] == {"kind": "delta", "node": "root", "attempt": 1, "primitive": "direct", "offset": 0,
+                           "text": received[0]["text"]}  # fmt: skip
+    assert all("seq" not in m for m in received)
+    await ws.disconnect()

@@ -534,6 +534,38 @@ export interface components {
              */
             type: "run.created";
         };
+        /**
+         * RunDelta
+         * @description A message of /ws/runs/<id>/ that is not an event: the next piece of a call's text as the
+         *     model writes it (studio/streaming.py), sent while someone watches the run. Nothing stores
+         *     it; the node's events carry its output.
+         */
+        RunDelta: {
+            /**
+             * Attempt
+             * @description the attempt's number on the node
+             */
+            attempt: number;
+            /**
+             * Kind
+             * @constant
+             */
+            kind: "delta";
+            /**
+             * Node
+             * @description the node's key
+             */
+            node: string;
+            /**
+             * Offset
+             * @description characters of the attempt's text before this piece
+             */
+            offset: number;
+            /** Primitive */
+            primitive: string;
+            /** Text */
+            text: string;
+        };
         RunEventMessage: components["schemas"]["RunCreatedEvent"] | components["schemas"]["RunStartedEvent"] | components["schemas"]["RunFinishedEvent"] | components["schemas"]["RunVerifiedEvent"] | components["schemas"]["NodeCreatedEvent"] | components["schemas"]["NodeStatusChangedEvent"] | components["schemas"]["NodeDecomposedEvent"] | components["schemas"]["NodeReplannedEvent"] | components["schemas"]["NodeNotedEvent"] | components["schemas"]["AttemptQueuedEvent"] | components["schemas"]["AttemptFinishedEvent"] | components["schemas"]["ProtocolViolationEvent"];
         /** RunFinished */
         RunFinished: {

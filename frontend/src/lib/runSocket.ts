@@ -12,6 +12,7 @@
 import { api, query, wsUrl } from "../api/client";
 import type { RunEventMessage } from "../api/events";
 import type { EventPage } from "../api/types";
+import type { RunDelta } from "./streaming";
 
 type SocketEvent = RunEventMessage;
 
@@ -54,6 +55,8 @@ export interface RunSocketOptions {
   after?: number;
   /** Each event, once, in sequence order. */
   onEvent: (event: SocketEvent) => void;
+  /** Each piece of a call's text as the model writes it (not an event: no seq, not replayed). */
+  onDelta?: (delta: RunDelta) => void;
   onState?: (state: ConnectionState, stats: SocketStats) => void;
   /** An event that ends the run (default: type run.finished). */
   isEnd?: (event: SocketEvent) => boolean;
@@ -76,8 +79,8 @@ export function backoffDelay(failures: number, base: number, cap: number): numbe
 }
 
 export class RunSocket {
-  private readonly options: Required<Omit<RunSocketOptions, "onState" | "network">> &
-    Pick<RunSocketOptions, "onState" | "network">;
+  private readonly options: Required<Omit<RunSocketOptions, "onState" | "network" | "onDelta">> &
+    Pick<RunSocketOptions, "onState" | "network" | "onDelta">;
   private socket: SocketLike | null = null;
   private timer: ReturnType<typeof setTimeout> | null = null;
   private failures = 0;
@@ -198,6 +201,11 @@ export class RunSocket {
       try {
         data = typeof message.data === "string" ? JSON.parse(message.data) : message.data;
       } catch {
+        return;
+      }
+      const delta = data as RunDelta | null;
+      if (delta?.kind === "delta") {
+        this.options.onDelta?.(delta);
         return;
       }
       const event = data as SocketEvent;

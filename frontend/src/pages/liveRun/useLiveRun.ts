@@ -11,9 +11,12 @@ import { keys } from "../../api/queryKeys";
 import type { Endpoint, Tree } from "../../api/types";
 import { rebase, type LiveTree } from "../../lib/eventTree";
 import { RunSocket, type ConnectionState, type SocketStats } from "../../lib/runSocket";
+import { appendDelta, forget, withStreaming, type Streamed } from "../../lib/streaming";
 
 /** Events that change details the events themselves do not carry (attempt rows, rolled-up totals). */
 const DETAIL_EVENTS = /^(attempt\.|node\.(succeeded|failed|skipped|cancelled|noted)|run\.(finished|verified))/;
+/** Events after which a node's streamed text gives way to the output they carry. */
+const ATTEMPT_ENDED = /^(attempt\.finished|node\.(succeeded|failed|answered|skipped|cancelled))$/;
 /** The snapshot is refetched at most this often while events arrive. */
 export const REFETCH_MS = 1200;
 const SOON_MS = 250;
@@ -22,7 +25,8 @@ const NO_ENDPOINTS: Endpoint[] = [];
 export interface LiveRun {
   /** The snapshot's query: pending, failed, refetching. */
   snapshot: UseQueryResult<Tree>;
-  /** The snapshot with the events since applied; null until the first snapshot. */
+  /** The snapshot with the events since applied, and the text a working node's model has
+   * written so far as its output (lib/streaming); null until the first snapshot. */
   tree: LiveTree | null;
   /** Every event received, in order. */
   log: RunEventMessage[];
@@ -57,9 +61,10 @@ export function useLiveRun(runId: number): LiveRun {
   const [log, setLog] = useState<RunEventMessage[]>([]);
   const [connection, setConnection] = useState<ConnectionState>("connecting");
   const [stats, setStats] = useState<SocketStats | null>(null);
+  const [streamed, setStreamed] = useState<Streamed>({});
   const tree = useMemo(
-    () => (snapshot.data ? rebase(snapshot.data, log, { models }) : null),
-    [snapshot.data, log, models],
+    () => (snapshot.data ? withStreaming(rebase(snapshot.data, log, { models }), streamed) : null),
+    [snapshot.data, log, models, streamed],
   );
 
   // The snapshot is refetched at most every REFETCH_MS, or sooner when asked.
@@ -98,8 +103,12 @@ export function useLiveRun(runId: number): LiveRun {
       after: 0,
       onEvent: (event) => {
         setLog((events) => [...events, event]);
+        const { key: nodeKey, node } = event.payload as { key?: unknown; node?: unknown };
+        const key = event.type === "attempt.finished" ? node : nodeKey;
+        if (ATTEMPT_ENDED.test(event.type) && typeof key === "string") setStreamed((held) => forget(held, key));
         if (DETAIL_EVENTS.test(event.type)) scheduleRefetch(event.type === "run.finished");
       },
+      onDelta: (delta) => setStreamed((held) => appendDelta(held, delta)),
       onState: (state, next) => {
         setConnection(state);
         setStats(next);
