@@ -8,7 +8,8 @@ import re
 
 # A benchmark's key (see `benchmark_key`) -> the kind of checker that scores it.
 KINDS: dict[str, str] = {
-    **dict.fromkeys(["gsm8k", "mgsm", "svamp", "multiarith", "asdiv"], "number"),
+    # "arithmetic": generated sums and products of graded difficulty (bench/local_loop.py).
+    **dict.fromkeys(["gsm8k", "mgsm", "svamp", "multiarith", "asdiv", "arithmetic"], "number"),
     **dict.fromkeys(["math", "math500", "math_500"], "math"),
     **dict.fromkeys(
         [
