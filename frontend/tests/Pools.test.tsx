@@ -108,3 +108,69 @@ describe("a pool's calibration source", () => {
     ]);
   });
 });
+
+describe("adding an endpoint", () => {
+  const PRIMITIVES = ["cot", "direct"].map((name, i) => ({
+    id: i + 1,
+    name,
+    description: "",
+    parameters: {},
+    needs_tools: false,
+  }));
+
+  function stubEndpoints() {
+    const posts: FakeRequest[] = [];
+    stubFetch((request) => {
+      const { url, method, body } = request;
+      if (url === "/api/auth/me")
+        return reply(200, { id: 2, username: "ada", email: "", role: "admin", is_staff: true });
+      if (url === "/api/auth/csrf") return reply(200, {});
+      if (url === "/api/pools/1/endpoints" && method === "POST") {
+        posts.push(request);
+        const named = (body as { primitives: string[] }).primitives;
+        if (named.length === 0)
+          return reply(422, {
+            detail: "Choose at least one primitive.",
+            errors: [{ field: "primitives", message: "Choose at least one primitive." }],
+          });
+        return reply(201, { id: 9, name: "mine", model: "openai/mine" });
+      }
+      if (url.startsWith("/api/pools?")) return reply(200, { items: [pool("")], count: 1 });
+      if (url.startsWith("/api/primitives?")) return reply(200, { items: PRIMITIVES, count: 2 });
+      if (url.startsWith("/api/pools/1/endpoints?") || url.startsWith("/api/admissibility?"))
+        return reply(200, { items: [], count: 0 });
+      return reply(404, { detail: "not here" });
+    });
+    return posts;
+  }
+
+  it("sends the endpoint and the primitives it may run in one request", async () => {
+    const posts = stubEndpoints();
+    renderPools();
+    const user = userEvent.setup();
+    await user.click(await screen.findByText("Add an endpoint", { selector: "summary" }));
+    await user.type(screen.getByRole("textbox", { name: "Name" }), "mine");
+    await user.type(screen.getByRole("textbox", { name: "Model (litellm)" }), "openai/mine");
+    await user.type(screen.getByRole("textbox", { name: "API base" }), "http://127.0.0.1:8001/v1");
+    await user.click(screen.getByRole("checkbox", { name: /cot/ }));
+    await user.click(screen.getByRole("button", { name: "Add endpoint" }));
+    expect(await screen.findByRole("status")).toHaveProperty("textContent", "Added; the pool answers through it now.");
+    expect(posts.map((request) => request.body)).toEqual([
+      {
+        name: "mine",
+        model: "openai/mine",
+        api_base: "http://127.0.0.1:8001/v1",
+        input_cost_per_mtok: null,
+        output_cost_per_mtok: null,
+        primitives: ["direct", "cot"],
+      },
+    ]);
+  });
+
+  it("is not offered to a viewer", async () => {
+    stub("viewer");
+    renderPools();
+    await screen.findByTestId("calibration-source");
+    expect(screen.queryByText("Add an endpoint")).toBeNull();
+  });
+});

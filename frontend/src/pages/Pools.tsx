@@ -9,6 +9,7 @@ import { atLeast, useMe } from "../auth";
 import { Scrollable } from "../components/Scrollable";
 import { Empty, ErrorText, Loading } from "../components/States";
 import { Calibration } from "./pools/Calibration";
+import { NewEndpoint } from "./pools/NewEndpoint";
 import "./Pools.css";
 
 function price(perMillion: number | null | undefined): string {
@@ -114,7 +115,10 @@ function PoolGrid({ pool, canEdit }: { pool: Pool; canEdit: boolean }) {
       <ErrorText error={error} />
       {endpoints.data?.length === 0 ? (
         <Empty title="This pool has no endpoints">
-          <p>An admin adds endpoints (any litellm model string, with its prices) in the Django admin or the API.</p>
+          <p>
+            An admin adds endpoints (any litellm model string, with its prices and primitives) below, in the Django
+            admin or through the API.
+          </p>
         </Empty>
       ) : (
         <Grid
@@ -126,6 +130,7 @@ function PoolGrid({ pool, canEdit }: { pool: Pool; canEdit: boolean }) {
           onToggle={(cell) => toggle.mutate(cell)}
         />
       )}
+      {canEdit && <NewEndpoint poolId={pool.id} primitives={primitives.data ?? []} />}
       <p className="small muted">API keys are write-only: the studio never shows them, only whether one is stored.</p>
     </section>
   );
