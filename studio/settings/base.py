@@ -245,6 +245,9 @@ ORCHESTRA_OPENAI_WAIT_S = env_int("ORCHESTRA_OPENAI_WAIT_S", 300)
 # in and out (docs/configuration.md derives it from measured CPU time per token).
 ORCHESTRA_LOCAL_MODEL = env_bool("ORCHESTRA_LOCAL_MODEL", True)
 ORCHESTRA_LOCAL_MODEL_URL: str = env_str("ORCHESTRA_LOCAL_MODEL_URL", "") or ""
+# Whether the environment named the server (studio.settings.dev may adopt the one a running `up`
+# serves, from its services file; `up` starts its own unless the environment named one).
+ORCHESTRA_LOCAL_MODEL_URL_GIVEN = bool(ORCHESTRA_LOCAL_MODEL_URL)
 ORCHESTRA_LOCAL_MODEL_NAME: str = env_str("ORCHESTRA_LOCAL_MODEL_NAME", "smollm2") or "smollm2"
 ORCHESTRA_LOCAL_MODEL_FILE: str = env_str("ORCHESTRA_LOCAL_MODEL_FILE", "") or ""
 ORCHESTRA_LOCAL_MODEL_PORT = env_int("ORCHESTRA_LOCAL_MODEL_PORT", 0)

@@ -29,3 +29,25 @@ def test_unreachable_redis_is_reported(settings) -> None:
     report = check_redis()
     assert report["ok"] is False
     assert "ConnectionError" in report["error"]
+
+
+def test_the_local_model_is_checked_where_the_studio_has_one(anonymous_api, monkeypatch, settings) -> None:
+    """No local model known (a web host without ORCHESTRA_LOCAL_MODEL_URL, or turned off): no
+    `model` part. One that does not answer: 503, saying where and why."""
+    import socket
+
+    monkeypatch.setattr("studio.health.check_worker", lambda: {"ok": True, "workers": ["w"]})
+    settings.ORCHESTRA_LOCAL_MODEL_URL = ""
+    body = anonymous_api.get("/health").json_body
+    assert "model" not in body and body["status"] == "ok"
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{closed.getsockname()[1]}/v1"
+    settings.ORCHESTRA_LOCAL_MODEL_URL = url
+    response = anonymous_api.get("/health")
+    assert response.status_code == 503
+    model = response.json_body["model"]
+    assert model["ok"] is False and model["url"] == url
+    assert model["error"].startswith(f"The local model server at {url} does not answer (")
+    settings.ORCHESTRA_LOCAL_MODEL = False
+    assert "model" not in anonymous_api.get("/health").json_body

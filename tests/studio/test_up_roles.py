@@ -257,3 +257,21 @@ def test_a_web_host_and_a_worker_host_serve_a_run_over_rabbitmq(tmp_path: Path) 
         finally:
             assert worker.stop() == 0
     assert "Stopped; data stays in your servers." in "".join(worker.lines)
+
+
+def test_up_starts_its_own_model_unless_the_environment_names_one(settings) -> None:
+    """A URL adopted from the services file of a killed `up` (studio.settings.dev) is not a server
+    the user runs: `up` starts its own. One the environment names is used as it is."""
+    from studio.management.commands.up import Command
+
+    command = Command()
+    settings.ORCHESTRA_LOCAL_MODEL = True
+    settings.ORCHESTRA_LOCAL_MODEL_URL, settings.ORCHESTRA_LOCAL_MODEL_URL_GIVEN = "http://127.0.0.1:9/v1", False
+    server = command._local_model_plan(plan_check(options()))
+    assert server is not None and server.url != "http://127.0.0.1:9/v1" and server.name == "smollm2"
+    settings.ORCHESTRA_LOCAL_MODEL_URL_GIVEN = True
+    assert command._local_model_plan(plan_check(options())) is None
+    settings.ORCHESTRA_LOCAL_MODEL_URL_GIVEN, settings.ORCHESTRA_LOCAL_MODEL = False, False
+    assert command._local_model_plan(plan_check(options())) is None
+    settings.ORCHESTRA_LOCAL_MODEL = True
+    assert command._local_model_plan(plan_check(options(role="web"))) is None  # a web host starts none

@@ -510,8 +510,9 @@ class Command(BaseCommand):
     def _local_model_plan(self, plan: Plan) -> Server | None:
         """The local model server that `up --role all` starts: None where it is off, where
         ORCHESTRA_LOCAL_MODEL_URL names one that runs already, or on a web or worker host."""
-        if plan.role != "all" or not settings.ORCHESTRA_LOCAL_MODEL or settings.ORCHESTRA_LOCAL_MODEL_URL:
-            if settings.ORCHESTRA_LOCAL_MODEL and settings.ORCHESTRA_LOCAL_MODEL_URL:
+        given = settings.ORCHESTRA_LOCAL_MODEL_URL_GIVEN  # not one a killed `up` left in its services file
+        if plan.role != "all" or not settings.ORCHESTRA_LOCAL_MODEL or given:
+            if settings.ORCHESTRA_LOCAL_MODEL and given:
                 self.stdout.write(f"Local model: {settings.ORCHESTRA_LOCAL_MODEL_URL} (ORCHESTRA_LOCAL_MODEL_URL)")
             return None
         server = self._server(plan, "127.0.0.1", settings.ORCHESTRA_LOCAL_MODEL_PORT or _free_port())
