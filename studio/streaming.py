@@ -5,7 +5,8 @@ An attempt is streamed (`workers.llm.token_sink`) when someone follows it:
 - a streamed /v1 request answered by the fast path: the call is made in the request's own
   process, and `completion_events` sends the text as content chunks while it grows;
 - the run's WebSocket (`/ws/runs/{id}/`, the live tree): a socket marks the run watched in
-  the cache (`watch`), and a worker streams the run's real calls while the mark lasts.
+  the cache (`watch`), and a worker streams the run's real calls while the mark lasts. A run
+  started or re-run through the API is marked at once, for the live view that opens next.
 
 Either way the text goes to the run's channel group as `run.delta` messages, at most one per
 `FLUSH_S` per attempt: `{"node", "attempt", "primitive", "offset", "text"}` (`offset`: the
@@ -16,6 +17,7 @@ the node's output in its `attempt.finished` event is what counts.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -24,6 +26,8 @@ from django.core.cache import cache
 
 from studio.notifier import notifier
 from studio.services.events import run_group
+
+log = logging.getLogger(__name__)
 
 FLUSH_S = 0.05
 WATCH_S = 60  # a socket's mark lasts this long; it renews it every WATCH_S / 2
@@ -37,6 +41,15 @@ def _watch_key(run_id: int) -> str:
 def watch(run_id: int) -> None:
     """Someone follows the run live: its calls are streamed for the next WATCH_S seconds."""
     cache.set(_watch_key(run_id), 1, WATCH_S)
+
+
+def watch_quietly(run_id: int) -> None:
+    """`watch`, where the cache answers: a run started from the studio streams its first calls to
+    the live view that opens next (its socket renews the mark); without the cache, it does not."""
+    try:
+        watch(run_id)
+    except Exception:  # the cache is away: the run goes on, its tree fills from the events
+        log.warning("could not mark run %s watched", run_id, exc_info=True)
 
 
 def watched(run_id: int) -> bool:

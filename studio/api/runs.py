@@ -13,6 +13,7 @@ from studio.models import Attempt, Node, Role, Run, RunStatus
 from studio.selectors.runs import run_events, run_get, run_list
 from studio.selectors.tree import run_tree
 from studio.services.runs import node_rerun, run_cancel, run_create
+from studio.streaming import watch_quietly
 
 router = Router(tags=["runs"], auth=role(Role.VIEWER))
 
@@ -219,8 +220,11 @@ class EventPageOut(Schema):
 
 @router.post("", response={201: RunOut})
 def create_run(request: HttpRequest, payload: RunIn) -> Status:
-    """Start a run of a task on a pool under a policy, with an optional budget."""
-    return Status(201, run_create(owner=current_user(request), **payload.dict()))
+    """Start a run of a task on a pool under a policy, with an optional budget. Its calls stream
+    their tokens to `/ws/runs/{id}/` for the first minute, for the live view that opens next."""
+    run = run_create(owner=current_user(request), **payload.dict())
+    watch_quietly(run.pk)
+    return Status(201, run)
 
 
 @router.post("/{run_id}/cancel", response=RunOut)
@@ -236,6 +240,7 @@ def rerun_node(request: HttpRequest, run_id: int, node_key: str, payload: RerunI
         user=current_user(request), run_id=run_id, node_key=node_key,
         endpoint_id=payload.endpoint_id, primitive=payload.primitive,
     )  # fmt: skip
+    watch_quietly(run_id)
     return Status(202, {"attempt": attempt.number})
 
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 import pytest
 
 from studio.models import Admissibility, Node, Primitive, Role, Run, RunEvent
+from studio.streaming import watched
 from tests.factories import EndpointFactory, RunFactory, TaskFactory
 
 pytestmark = pytest.mark.django_db
@@ -36,6 +37,7 @@ def test_create_a_run(api_as, make_user, pool_id: int) -> None:
         60,
     )
     assert RunEvent.objects.filter(run=run, type="run.created").exists()
+    assert watched(run.pk)  # its first calls stream to the live view that opens next
 
 
 @pytest.mark.parametrize(
