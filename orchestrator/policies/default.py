@@ -199,9 +199,11 @@ class DefaultPolicy:
         # on this node fails the same way with its other primitives: they are not tried.
         refused = {a.pair.endpoint_id for a in node.attempts if a.error_kind in ENDPOINT_ERRORS}
         allowed = [pair for pair in allowed if pair.ref.endpoint_id not in refused]
-        if not any(a.status == "ok" for a in node.attempts):
-            # A live critic (`verify`) reviews an answer: with none yet it has nothing to judge.
-            # (Replay's recorded verify outcomes answer items, as recorded.)
+        given = node.kind == "root" and bool(observation.task_metadata.get("candidate"))
+        if not given and not any(a.status == "ok" for a in node.attempts):
+            # A live critic (`verify`) reviews an answer: with none yet (no attempt's, no
+            # candidate the task gives) it has nothing to judge. Replay's recorded verify
+            # outcomes answer items, as recorded.
             allowed = [p for p in allowed if p.ref.primitive != "verify" or p.model.startswith("replay/")]
         if node.kind == "aggregate":
             allowed = [pair for pair in allowed if pair.ref.primitive == "aggregate"]

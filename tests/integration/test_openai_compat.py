@@ -97,7 +97,8 @@ def test_the_openai_client_streams_the_answer(
     answer = "Six times seven is forty-two; " * 6 + "so: 42."
 
     def script(body: dict[str, Any]) -> Reply:
-        return Reply(content=answer, prompt_tokens=20, completion_tokens=40, delay_s=0.8)
+        # Streamed upstream (the request streams, so its call does), in four pieces 0.2 s apart.
+        return Reply(content=answer, prompt_tokens=20, completion_tokens=40, delay_s=0.8, pieces=4, pause_s=0.2)
 
     with ScriptedOpenAI(script) as server:
         pool = scripted_pool(server)

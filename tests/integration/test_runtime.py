@@ -82,10 +82,13 @@ def session_cookie(user: User) -> tuple[bytes, bytes]:
 
 
 async def read_until_finished(ws: WebsocketCommunicator, timeout: float = 30) -> list[dict[str, Any]]:
+    """The events, to run.finished (the calls' text as it streams, `kind: delta`, left out)."""
     events = []
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         event = await ws.receive_json_from(timeout=timeout)
+        if event["kind"] == "delta":
+            continue
         events.append(event)
         if event["type"] == "run.finished":
             return events
