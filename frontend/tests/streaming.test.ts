@@ -17,7 +17,7 @@ describe("streamed text", () => {
     let held: Streamed = {};
     held = appendDelta(held, delta(0, "Hel"));
     held = appendDelta(held, delta(3, "lo"));
-    expect(held.root).toEqual({ attempt: 1, text: "Hello" });
+    expect(held.root).toEqual({ attempt: 1, start: 0, text: "Hello" });
   });
 
   it("ignores a piece after a gap, and one of an older attempt", () => {
@@ -25,12 +25,16 @@ describe("streamed text", () => {
     held = appendDelta(held, delta(10, "far on"));
     expect(held.root.text).toBe("Hel");
     held = appendDelta(held, delta(0, "Re", 2));
-    expect(held.root).toEqual({ attempt: 2, text: "Re" });
+    expect(held.root).toEqual({ attempt: 2, start: 0, text: "Re" });
     expect(appendDelta(held, delta(3, "x", 1))).toBe(held);
   });
 
-  it("starts nothing from a piece joined mid-call", () => {
-    expect(appendDelta({}, delta(5, "middle"))).toEqual({});
+  it("shows what came after a socket joined mid-call, marked as a part", () => {
+    let held = appendDelta({}, delta(5, "middle"));
+    held = appendDelta(held, delta(11, " and on"));
+    expect(held.root).toEqual({ attempt: 1, start: 5, text: "middle and on" });
+    const tree = { nodes: [{ key: "root", status: "running", output: "" }] } as unknown as LiveTree;
+    expect(withStreaming(tree, held).nodes[0].output).toBe("…middle and on");
   });
 
   it("shows on working nodes only, and is forgotten", () => {
@@ -43,7 +47,7 @@ describe("streamed text", () => {
     const held = appendDelta(appendDelta({}, delta(0, "so far")), delta(0, "late", 1, "root.a"));
     const shown = withStreaming(tree, held);
     expect(shown.nodes.map((n) => n.output)).toEqual(["so far", "done"]);
-    expect(forget(held, "root")).toEqual({ "root.a": { attempt: 1, text: "late" } });
+    expect(forget(held, "root")).toEqual({ "root.a": { attempt: 1, start: 0, text: "late" } });
     expect(withStreaming(tree, {})).toBe(tree);
   });
 });

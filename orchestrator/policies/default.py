@@ -199,12 +199,13 @@ class DefaultPolicy:
         # on this node fails the same way with its other primitives: they are not tried.
         refused = {a.pair.endpoint_id for a in node.attempts if a.error_kind in ENDPOINT_ERRORS}
         allowed = [pair for pair in allowed if pair.ref.endpoint_id not in refused]
-        given = node.kind == "root" and bool(observation.task_metadata.get("candidate"))
-        if not given and not any(a.status == "ok" for a in node.attempts):
-            # A live critic (`verify`) reviews an answer: with none yet (no attempt's, no
-            # candidate the task gives) it has nothing to judge. Replay's recorded verify
-            # outcomes answer items, as recorded.
-            allowed = [p for p in allowed if p.ref.primitive != "verify" or p.model.startswith("replay/")]
+        inputs = observation.task_metadata if node.kind == "root" else node.metadata
+        missing = set() if inputs.get("tests") else {"reflexion"}  # it runs the task's unit tests
+        if not inputs.get("candidate") and not any(a.status == "ok" for a in node.attempts):
+            missing.add("verify")  # a critic: with no answer yet (no attempt's, none given) nothing to judge
+        # A live pair whose primitive lacks its input would fail before calling the model.
+        # Replay's recorded outcomes of these primitives answer items, as recorded.
+        allowed = [p for p in allowed if p.ref.primitive not in missing or p.model.startswith("replay/")]
         if node.kind == "aggregate":
             allowed = [pair for pair in allowed if pair.ref.primitive == "aggregate"]
         else:  # planning, or composing answers, is not a way to solve a node

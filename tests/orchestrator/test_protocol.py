@@ -118,6 +118,22 @@ def test_a_live_critic_reviews_an_answer_and_never_solves_a_fresh_node() -> None
     answered = root(attempts=(AttemptView(CHEAP, "error", "parse"), AttemptView(CHEAP, "ok")))
     policy = make_policy("default")
     assert isinstance(policy, DefaultPolicy) and live_verify in policy._candidates(answered, fresh)
+    given = Observation(task_text="t", decomposable=False, nodes=(root(),), budget_left=Budget(), pairs=pairs,
+                        task_metadata={"candidate": "42"})  # fmt: skip
+    assert policy.act(given) == Solve("root", live_verify)
+
+
+def test_live_reflexion_needs_the_tasks_unit_tests() -> None:
+    reflexion = PairRef(3, "reflexion")
+    pairs = (Pair(reflexion, "openai/smollm2", 0.0, 0.0), Pair(CHEAP, "openai/cheap", 0.1, 0.2))
+
+    def act(metadata: dict[str, object]) -> object:
+        observation = Observation(task_text="t", decomposable=False, nodes=(root(),), budget_left=Budget(),
+                                  pairs=pairs, task_metadata=metadata)  # fmt: skip
+        return make_policy("default").act(observation)
+
+    assert act({}) == Solve("root", CHEAP)
+    assert act({"tests": ["assert f(1) == 2"]}) == Solve("root", reflexion)
 
 
 def test_default_policy_plans_decomposable_tasks_then_decomposes() -> None:

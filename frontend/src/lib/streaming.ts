@@ -5,20 +5,25 @@ import type { LiveTree } from "./eventTree";
 
 export type RunDelta = components["schemas"]["RunDelta"];
 
-/** node key -> the text of its latest streamed attempt, so far. */
-export type Streamed = Record<string, { attempt: number; text: string }>;
+/** node key -> the text of its latest streamed attempt so far, from character `start` on (a
+ * socket that joined mid-call holds what came after it joined). */
+export type Streamed = Record<string, { attempt: number; start: number; text: string }>;
 
-/** Fold in one delta. A piece that does not follow the text held (a gap: a message lost, or a
- * socket that joined mid-call) starts nothing new: the node's events will carry its output. */
+/** Fold in one delta. A piece that does not follow the text held (a message lost) is dropped:
+ * the node's events carry its whole output when the attempt ends. */
 export function appendDelta(streamed: Streamed, delta: RunDelta): Streamed {
   const held = streamed[delta.node];
   if (held && held.attempt === delta.attempt) {
-    if (delta.offset !== held.text.length) return streamed;
-    return { ...streamed, [delta.node]: { attempt: held.attempt, text: held.text + delta.text } };
+    if (delta.offset !== held.start + held.text.length) return streamed;
+    return { ...streamed, [delta.node]: { ...held, text: held.text + delta.text } };
   }
   if (held && held.attempt > delta.attempt) return streamed; // an older attempt's late piece
-  if (delta.offset !== 0) return streamed;
-  return { ...streamed, [delta.node]: { attempt: delta.attempt, text: delta.text } };
+  return { ...streamed, [delta.node]: { attempt: delta.attempt, start: delta.offset, text: delta.text } };
+}
+
+/** What a node shows while its model writes: the text held, after "…" if it began mid-call. */
+export function shown(held: Streamed[string]): string {
+  return held.start > 0 ? `…${held.text}` : held.text;
 }
 
 /** Forget a node's text once its events say the attempt ended (they carry the output). */
@@ -35,7 +40,7 @@ export function withStreaming(tree: LiveTree, streamed: Streamed): LiveTree {
   const nodes = tree.nodes.map((node) => {
     const held = streamed[node.key];
     const working = node.status === "running" || node.status === "ready";
-    return held && working ? { ...node, output: held.text } : node;
+    return held && working ? { ...node, output: shown(held) } : node;
   });
   return { ...tree, nodes };
 }
