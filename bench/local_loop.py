@@ -15,7 +15,9 @@ REAL: every answer here is the real model's; nothing is recorded beforehand or m
    the pairs measured are `--primitives` of it.
 3. Items: arithmetic of graded difficulty, generated from `--seed` (level 1: a + b, one digit;
    2: a + b, two digits; 3: a x b, up to 12 x 9; 4: a + b x c), an even share of each level,
-   scored by the `number` checker (benchmark `arithmetic`). Every text is distinct; the first
+   scored by the `number` checker (benchmark `arithmetic`), asked as "Calculate 7 + 2.": of
+   three phrasings tried on 12 one-digit sums ("7 + 2 =", "Calculate 7 + 2.", "What is 7 + 2?
+   Give only the number."), it got 1, 4 and 1 right. Every text is distinct; the first
    `--train` are collected and trained on, the next `--test` held out. The script checks that
    no held-out text is among the trained ones.
 4. Collect and calibrate: `POST /api/collections` (train items x pairs, calibrating).
@@ -80,7 +82,7 @@ def arithmetic(n: int, seed: int) -> list[tuple[str, str, str]]:
             break
         level = levels[len(items) % len(levels)]
         expression, value = makers[level]()
-        text = f"What is {expression}?"
+        text = f"Calculate {expression}."  # the phrasing it answers best of those tried (docstring)
         if text not in seen:
             seen.add(text)
             items.append((text, str(value), level))
@@ -247,7 +249,7 @@ def report(
         c = np.array([cell(k, prim)[1] for k in keys])
         lat = np.array([cell(k, prim)[2] for k in keys])
         single[prim] = (macro(s, levels), float(c.mean()))
-        per = " ".join(f"{lv.split()[1]} {s[[x == lv for x in levels]].mean():.3f}" for lv in sorted(set(levels)))
+        per = " ".join(f"L{lv.split()[0]} {s[[x == lv for x in levels]].mean():.3f}" for lv in sorted(set(levels)))
         name = f"smollm2 / {prim} alone"
         print(f"| {name:34} | {single[prim][0]:.4f} | {c.mean():.3e} | {lat.mean():.2f} | {per} |")
     oracle_s, oracle_c = [], []
@@ -263,7 +265,7 @@ def report(
         s = np.array([score(answer, gold) for (_, gold, _), (_, answer, _, _) in zip(test, served, strict=True)])
         c = np.array([cost for _, _, cost, _ in served])
         waited = [latency for *_, latency in served]
-        per = " ".join(f"{lv.split()[1]} {s[[x == lv for x in levels]].mean():.3f}" for lv in sorted(set(levels)))
+        per = " ".join(f"L{lv.split()[0]} {s[[x == lv for x in levels]].mean():.3f}" for lv in sorted(set(levels)))
         print(f"| {'learned via /v1, ' + preset:34} | {macro(s, levels):.4f} | {c.mean():.3e} | "
               f"{statistics.mean(waited):.2f} | {per} |")  # fmt: skip
         if preset == "balanced":
