@@ -377,23 +377,21 @@ async def _streamed_call(
         loop.call_soon_threadsafe(woke.set)
 
     tokens.listen(wake)
-    while not call.done():
+    while True:
+        ended = call.done()
+        piece = _answer_so_far(tokens, "".join(sent))
+        if piece:
+            sent.append(piece)
+            yield "data", reply.chunk({"content": piece})
+        if ended:
+            return
         waiter: asyncio.Future[Any] = asyncio.ensure_future(woke.wait())
         wanted: set[asyncio.Future[Any]] = {call, waiter}
         done, _ = await asyncio.wait(wanted, timeout=KEEPALIVE_S, return_when=asyncio.FIRST_COMPLETED)
         waiter.cancel()
         woke.clear()
-        piece = _answer_so_far(tokens, "".join(sent))
-        if piece:
-            sent.append(piece)
-            yield "data", reply.chunk({"content": piece})
-        elif not done:
+        if not done:
             yield "comment", "the call is still going"
-    sent_text = "".join(sent)
-    piece = _answer_so_far(tokens, sent_text)
-    if piece:
-        sent.append(piece)
-        yield "data", reply.chunk({"content": piece})
 
 
 async def completion_events(
