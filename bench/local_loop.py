@@ -11,7 +11,7 @@ REAL: every answer here is the real model's; nothing is recorded beforehand or m
    free loopback port. The stack (bench/harness.py): PostgreSQL, Redis, a Celery worker
    (prefork x 2, queues orchestrator, workers and training) and uvicorn.
 2. The pool: the local endpoint as `manage.py bootstrap` makes it in the demo pool
-   (`local_endpoint_ensure`: `openai/smollm2`, $0.10 per million tokens, its primitives);
+   (`local_endpoint_ensure`: `openai/smollm2` at `ORCHESTRA_LOCAL_MODEL_PRICE`, its primitives);
    the pairs measured are `--primitives` of it.
 3. Items: arithmetic of graded difficulty, generated from `--seed` (level 1: a + b, one digit;
    2: a + b, two digits; 3: a x b, up to 12 x 9; 4: a + b x c), an even share of each level,
@@ -167,6 +167,8 @@ def main() -> int:
     started = time.monotonic()
     try:
         with bench_environment() as bench:
+            from django.conf import settings
+
             from studio.services.bootstrap import LocalModel, local_endpoint_ensure
             from studio.services.tokens import token_create
 
@@ -180,7 +182,8 @@ def main() -> int:
             before = default_checkpoint()
             try:
                 forget_pool(POOL)
-                local = LocalModel(url=spec.url, name=spec.name, price_per_mtok=0.1, context=spec.context)
+                price = settings.ORCHESTRA_LOCAL_MODEL_PRICE
+                local = LocalModel(url=spec.url, name=spec.name, price_per_mtok=price, context=spec.context)
                 endpoint, _ = local_endpoint_ensure(pool_name=POOL, local=local)
                 pool_id = endpoint.pool_id
                 pairs = [{"endpoint_id": endpoint.pk, "primitive": p} for p in primitives]

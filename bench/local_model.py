@@ -222,12 +222,15 @@ def main() -> int:
               f"{ttft * 1000:.0f} ms (median), {rate:.0f} tokens/s after it (median; {streams[0][2]} tokens)",
               flush=True)  # fmt: skip
         with bench_environment() as bench:
+            from django.conf import settings
+
             from studio.services.bootstrap import LocalModel, local_endpoint_ensure
             from studio.services.tokens import token_create
 
             forget_pool(POOL)
-            local_endpoint_ensure(pool_name=POOL, local=LocalModel(url=spec.url, name=spec.name, price_per_mtok=0.1,
-                                                                    context=spec.context))  # fmt: skip
+            price = settings.ORCHESTRA_LOCAL_MODEL_PRICE
+            local = LocalModel(url=spec.url, name=spec.name, price_per_mtok=price, context=spec.context)
+            local_endpoint_ensure(pool_name=POOL, local=local)
             worker = bench.start_worker("local-model", pool="prefork", concurrency=2)
             bench.wait_workers_ready([worker])
             port = free_port()

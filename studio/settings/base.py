@@ -253,7 +253,7 @@ ORCHESTRA_LOCAL_MODEL_FILE: str = env_str("ORCHESTRA_LOCAL_MODEL_FILE", "") or "
 ORCHESTRA_LOCAL_MODEL_PORT = env_int("ORCHESTRA_LOCAL_MODEL_PORT", 0)
 ORCHESTRA_LOCAL_MODEL_THREADS = env_int("ORCHESTRA_LOCAL_MODEL_THREADS", 1)
 ORCHESTRA_LOCAL_MODEL_CONTEXT = env_int("ORCHESTRA_LOCAL_MODEL_CONTEXT", 2048)
-ORCHESTRA_LOCAL_MODEL_PRICE = env_float("ORCHESTRA_LOCAL_MODEL_PRICE", 0.1)
+ORCHESTRA_LOCAL_MODEL_PRICE = env_float("ORCHESTRA_LOCAL_MODEL_PRICE", 0.25)
 # /v1's fast path (studio/services/fast_path.py): a request the policy delegates to one pair is
 # called in the server's process, on up to ORCHESTRA_FAST_THREADS threads at once, and recorded
 # after the answer; off: every request takes the full machinery (Celery steps and workers).

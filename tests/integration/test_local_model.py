@@ -36,7 +36,7 @@ from workers.collection import run_collection
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
-PRICE = 0.1  # $/M tokens, the default of ORCHESTRA_LOCAL_MODEL_PRICE
+PRICE = 0.25  # $/M tokens, the default of ORCHESTRA_LOCAL_MODEL_PRICE
 
 
 @pytest.fixture(scope="module")
