@@ -53,17 +53,21 @@ def pool_of(server: ScriptedOpenAI) -> ModelPool:
     return pool
 
 
+def ask(base_url: str, token: str, pool: ModelPool, *, stream: bool) -> Any:
+    """The raw /v1 response to "Count." on `pool`."""
+    client = OpenAI(base_url=f"{base_url}/v1", api_key=token, max_retries=0, timeout=30)
+    return client.chat.completions.with_raw_response.create(
+        model="orchestra", messages=[{"role": "user", "content": "Count."}], extra_body={"pool": pool.pk},
+        stream=stream,
+    )  # fmt: skip
+
+
 def test_a_streamed_request_gets_the_tokens_as_the_model_writes_them(
     asgi_server: str, celery_worker: object, user_token: tuple[User, str]
 ) -> None:
     script = Streaming()
     with ScriptedOpenAI(script) as server:
-        pool = pool_of(server)
-        client = OpenAI(base_url=f"{asgi_server}/v1", api_key=user_token[1], max_retries=0, timeout=30)
-        raw = client.chat.completions.with_raw_response.create(
-            model="orchestra", messages=[{"role": "user", "content": "Count."}], extra_body={"pool": pool.pk},
-            stream=True,
-        )  # fmt: skip
+        raw = ask(asgi_server, user_token[1], pool_of(server), stream=True)
         began = time.monotonic()
         arrivals: list[tuple[float, str]] = []
         for chunk in raw.parse():
@@ -83,11 +87,7 @@ def test_a_request_nobody_streams_is_not_streamed_upstream(
 ) -> None:
     script = Streaming()
     with ScriptedOpenAI(script) as server:
-        pool = pool_of(server)
-        client = OpenAI(base_url=f"{asgi_server}/v1", api_key=user_token[1], max_retries=0, timeout=30)
-        completion = client.chat.completions.create(
-            model="orchestra", messages=[{"role": "user", "content": "Count."}], extra_body={"pool": pool.pk}
-        )
+        completion = ask(asgi_server, user_token[1], pool_of(server), stream=False).parse()
     assert completion.choices[0].message.content == ANSWER
     assert script.streamed == [False]
 

@@ -16,17 +16,12 @@ from typing import Any
 import pytest
 from openai import OpenAI
 
+from tests.support.ports import free_port
 from tests.support.up import UpProcess
 
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def Up(data_dir: Path, port: int) -> UpProcess:  # noqa: N802 - reads as the class it was

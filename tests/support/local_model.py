@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -11,16 +10,11 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from studio.local_model import Server, check, shipped_file
+from tests.support.ports import free_port
 
 NAME = "smollm2"
 CONTEXT = 2048
 START_TIMEOUT_S = 60
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def server(port: int | None = None, context: int = CONTEXT) -> Server:

@@ -324,7 +324,7 @@ class Command(BaseCommand):
                     "(only --role all starts embedded services)."
                 )
             services = embedded.EmbeddedServices()
-        for name, url in list(services.env.items()):
+        for name, url in services.env.items():
             self.stdout.write(f"{name.split('_')[0].title()}: embedded, {url}")
         children: list[Child] = []
         model: list[Child] = []  # stopped after the web server and the worker
