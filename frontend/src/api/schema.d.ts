@@ -612,7 +612,8 @@ export interface paths {
         put?: never;
         /**
          * Create Run
-         * @description Start a run of a task on a pool under a policy, with an optional budget.
+         * @description Start a run of a task on a pool under a policy, with an optional budget. Its calls stream
+         *     their tokens to `/ws/runs/{id}/` for the first minute, for the live view that opens next.
          */
         post: operations["studio_api_runs_create_run"];
         delete?: never;
