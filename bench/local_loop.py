@@ -4,6 +4,7 @@ and served through /v1, then compared on held-out items with every single pair a
 
     .venv/bin/python bench/local_loop.py [--train 60] [--test 200] [--primitives direct,cot]
         [--presets best,balanced,cheap] [--threads 2] [--seed 0] [--outcomes routerbench.jsonl.gz]
+        [--ship data/outcomes/smollm2.jsonl.gz]
 
 REAL: every answer here is the real model's; nothing is recorded beforehand or made up.
 
@@ -28,6 +29,12 @@ REAL: every answer here is the real model's; nothing is recorded beforehand or m
 7. Singles and the oracle: a second collection, after serving, of the held-out items x the
    pairs (not calibrating, never trained on). Each pair's accuracy (macro over the levels),
    $/query and mean latency; the oracle takes, per item, the cheapest pair that got it right.
+
+With `--ship FILE`, it stops after step 4 and writes the collection's outcomes to FILE as the
+canonical outcome source `smollm2` (item ids `arithmetic.s<seed>.<i>`, split `train`): the
+shipped `data/outcomes/smollm2.jsonl.gz`, from which the demo policy learns the local model
+(data/outcomes/PROVENANCE.md). Its items are this bench's train items at the same seed, so
+they are never among its held-out ones; the script checks that by text too.
 
 Printed: the table of step 7 and the learned policy at each preset; whether the learned
 policy at `balanced` beats the best single pair is reported, not required (the model is tiny
@@ -57,6 +64,8 @@ from bench.synthetic_loop import Studio, check_checkpoint, default_checkpoint, m
 
 POOL = "local-loop"
 BENCHMARK = "arithmetic"
+SHIPPED = Path(__file__).resolve().parents[1] / "data" / "outcomes" / "smollm2.jsonl.gz"
+SHIPPED_SOURCE = "smollm2"
 
 
 def arithmetic(n: int, seed: int) -> list[tuple[str, str, str]]:
@@ -130,6 +139,27 @@ def cells(source: str) -> dict[tuple[str, str], tuple[float, float, float]]:
     return {(item, prim): (float(s), float(c or 0), float(lat or 0)) for item, prim, s, c, lat in rows}
 
 
+def shipped_texts() -> set[str]:
+    """The prompts of the shipped outcomes of the local model (none before they are made)."""
+    from orchestrator.outcomes import read_outcomes
+
+    return {record.prompt for record in read_outcomes(SHIPPED)} if SHIPPED.exists() else set()
+
+
+def ship(path: Path, source: str, task_ids: list[int], seed: int) -> int:
+    """The collection's outcomes written as the shipped source: item `i` of the seed's items is
+    `arithmetic.s<seed>.<i>`, every record in split `train`. Returns how many were written."""
+    from dataclasses import replace
+
+    from orchestrator.outcomes import write_outcomes
+    from studio.services.outcomes import outcome_records
+
+    ids = {f"task-{pk}": f"{BENCHMARK}.s{seed}.{i:03d}" for i, pk in enumerate(task_ids)}
+    records, _ = outcome_records(sources=[source])
+    renamed = [replace(r, source=SHIPPED_SOURCE, item_id=ids[r.item_id], split="train") for r in records]
+    return write_outcomes(path, sorted(renamed, key=lambda r: (r.item_id, r.model, r.primitive)))
+
+
 def score(answer: str, gold: str) -> float:
     from workers.checkers import check
 
@@ -147,11 +177,19 @@ def main() -> int:
     parser.add_argument(
         "--outcomes", default="routerbench.jsonl.gz", help="shipped files also trained on ('' for none)"
     )
+    parser.add_argument("--ship", type=Path, help="collect the train items only, and write their outcomes here")
     args = parser.parse_args()
     primitives = [p.strip() for p in args.primitives.split(",") if p.strip()]
     presets = [p.strip() for p in args.presets.split(",") if p.strip()]
+    if args.ship is not None and not args.ship.name.endswith(".jsonl.gz"):
+        parser.error(f"--ship takes a .jsonl.gz file, not {args.ship.name!r}")
     items = arithmetic(args.train + args.test, args.seed)
     train, test = items[: args.train], items[args.train :]
+    shipped = shipped_texts() if args.ship is None else set()
+    held = [item for item in test if item[0] not in shipped]  # another seed's items may be among them
+    if len(held) < len(test):
+        print(f"{len(test) - len(held)} held-out items left out: their texts are in {SHIPPED.name}", flush=True)
+        test = held
     overlap = {t for t, _, _ in train} & {t for t, _, _ in test}
     if overlap:
         raise SystemExit(f"held-out texts among the trained ones: {sorted(overlap)[:3]}")
@@ -196,6 +234,10 @@ def main() -> int:
                 print(f"collected: {calibration['status']}, {calibration['cells']['recorded']} cells recorded, "
                       f"{calibration['cells']['failed']} failed, ${calibration['spent_usd']:.6f}, "
                       f"{time.monotonic() - t:.0f} s", flush=True)  # fmt: skip
+                if args.ship is not None:
+                    written = ship(args.ship, calibration["source"], train_ids, args.seed)
+                    print(f"wrote {written} outcomes to {args.ship}", flush=True)
+                    return 0
                 t = time.monotonic()
                 config: dict[str, Any] = {"seed": args.seed, "collections": [calibration["id"]],
                                           "outcomes": [args.outcomes] if args.outcomes else []}  # fmt: skip

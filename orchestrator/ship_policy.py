@@ -4,8 +4,9 @@ at once instead of after minutes of training.
     .venv/bin/python -m orchestrator.ship_policy [--check]
 
 Builds `data/checkpoints/demo-policy.pt` exactly as the studio's first demo training job
-trains it on a fresh install (`workers.policy_training`: RouterBench's outcomes, seed 0, the
-default `LearnedConfig`, the shipped prices, no live runs yet), and `demo-policy.json`: what
+trains it on a fresh install (`workers.policy_training`: RouterBench's outcomes and the local
+model's, seed 0, the default `LearnedConfig`, the shipped prices, no live runs yet), and
+`demo-policy.json`: what
 it was built from (each input's SHA-256, the text embedding, seed and config) and its
 metrics. `up` installs it only while that fingerprint still matches the data and code it
 finds (`shipped_demo`); otherwise it trains the demo policy as before. `--check` prints
@@ -28,7 +29,9 @@ from orchestrator.embedding import EMBEDDING_ID
 
 ROOT = Path(__file__).resolve().parent.parent
 SHIPPED = ROOT / "data" / "checkpoints" / "demo-policy.pt"
-OUTCOMES = ("routerbench.jsonl.gz",)
+# RouterBench's recordings, and the local model's real outcomes on arithmetic
+# (data/outcomes/PROVENANCE.md), so the demo policy knows the local model from data.
+OUTCOMES = ("routerbench.jsonl.gz", "smollm2.jsonl.gz")
 SEED = 0
 # What a checkpoint holds, beyond its weights: 2 = the calibration and the cascade gates at the presets.
 FORMAT = 2

@@ -15,7 +15,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from orchestrator.embedding import EMBEDDING_ID
-from orchestrator.ship_policy import shipped_demo
+from orchestrator.ship_policy import OUTCOMES, shipped_demo
 from studio.models import (
     Checkpoint,
     CheckpointKind,
@@ -66,10 +66,11 @@ LOCAL_KEY = "no-key"
 LOCAL_PRIMITIVES = ("direct", "cot", "self_consistency", "reflexion", "verify", "plan", "aggregate")
 
 DEMO_POOL = "replay-demo"
-# The demo policy trains on RouterBench's recorded outcomes: a few minutes on 2 cores, while
-# the studio already serves runs. On a fresh install the one shipped with the repository
-# (orchestrator.ship_policy) is installed instead, where it was built from these outcomes.
-DEMO_POLICY_CONFIG = {"seed": 0, "outcomes": ["routerbench.jsonl.gz"], "demo": True}
+# The demo policy trains on RouterBench's recorded outcomes and the local model's real ones: a
+# few minutes on 2 cores, while the studio already serves runs. On a fresh install the one
+# shipped with the repository (orchestrator.ship_policy) is installed instead, where it was
+# built from these outcomes.
+DEMO_POLICY_CONFIG = {"seed": 0, "outcomes": list(OUTCOMES), "demo": True}
 
 
 @transaction.atomic

@@ -19,7 +19,7 @@ pytestmark = pytest.mark.django_db
 def test_the_demo_policy_is_queued_once_and_again_after_an_interruption(make_user) -> None:
     admin = make_user(Role.ADMIN)
     job = demo_policy_ensure(user=admin)
-    assert job is not None and job.config["outcomes"] == ["routerbench.jsonl.gz"]
+    assert job is not None and job.config["outcomes"] == ["routerbench.jsonl.gz", "smollm2.jsonl.gz"]
     assert demo_policy_ensure(user=admin) is None  # already queued
     TrainingJob.objects.filter(pk=job.pk).update(status=JobStatus.RUNNING)  # the studio stopped mid-training
     again = demo_policy_ensure(user=admin)

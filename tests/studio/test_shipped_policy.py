@@ -65,3 +65,21 @@ def test_the_shipped_demo_policy_matches_the_shipped_outcomes() -> None:
     config (`python -m orchestrator.ship_policy --check`); else rebuild it."""
     assert shipped_demo(Path(django_settings.OUTCOMES_DIR)) is not None, "python -m orchestrator.ship_policy"
     assert SHIPPED.stat().st_size < 20_000_000
+
+
+def test_the_shipped_demo_policy_knows_the_local_model_from_its_outcomes() -> None:
+    """Its columns hold the local endpoint's pairs as `bootstrap` lists them (the model string the
+    learned policy matches on), measured from data/outcomes/smollm2.jsonl.gz: the policy does not
+    give them the pool's mean, as it would a pair it never saw."""
+    from orchestrator.policies.learned import load_policy
+    from studio.services.bootstrap import LocalModel, local_endpoint_ensure
+
+    local = LocalModel(url="http://127.0.0.1:1/v1", name=django_settings.ORCHESTRA_LOCAL_MODEL_NAME,
+                       price_per_mtok=0.25, context=2048)  # fmt: skip
+    endpoint, _ = local_endpoint_ensure(pool_name="demo-like", local=local)
+    context = load_policy(SHIPPED).context
+    columns = {(info.model, info.primitive): j for j, info in enumerate(context.infos)}
+    known = [p for p in ("direct", "cot", "self_consistency") if (endpoint.model, p) in columns]
+    assert known == ["direct", "cot", "self_consistency"]
+    accuracy = [float(context.calibration.global_acc[columns[endpoint.model, p]]) for p in known]
+    assert max(accuracy) < float(context.calibration.global_acc.mean())  # measured: a 135M model, below the pool

@@ -84,6 +84,6 @@ class Command(BaseCommand):
                 else "runs use the learned policy once it is done"
             )
             self.stdout.write(
-                f"Training the demo policy on RouterBench's outcomes (training job {job.pk}, a few minutes); "
-                f"{why}. Progress: /api/training/jobs/{job.pk}"
+                f"Training the demo policy on RouterBench's and the local model's outcomes (training job {job.pk}, "
+                f"a few minutes); {why}. Progress: /api/training/jobs/{job.pk}"
             )

@@ -49,3 +49,21 @@ def test_prices_are_a_price_table() -> None:
     for entry in prices.values():
         assert set(entry) == {"input_per_mtok", "output_per_mtok"}
         assert all(isinstance(value, int | float) and value >= 0 for value in entry.values())
+
+
+def test_the_local_models_outcomes_are_its_scored_answers() -> None:
+    """data/outcomes/smollm2.jsonl.gz: real calls of the local model (bench/local_loop.py --ship),
+    each answer scored by the arithmetic checker as the collection scored it."""
+    from workers.checkers import check
+
+    records = list(read_outcomes(OUTCOMES / "smollm2.jsonl.gz"))
+
+    assert {r.source for r in records} == {"smollm2"} and {r.model for r in records} == {"openai/smollm2"}
+    assert {r.primitive for r in records} == {"direct", "cot", "self_consistency"}
+    assert {(r.benchmark, r.domain, r.split) for r in records} == {("arithmetic", "math", "train")}
+    assert Counter((r.item_id, r.primitive) for r in records).most_common(1)[0][1] == 1
+    for r in records:
+        assert r.gold is not None
+        assert r.score == (check("arithmetic", r.response, r.gold).score if r.response is not None else 0.0), r
+        assert r.latency_s and r.latency_s > 0 and r.cost_usd is not None  # a real call, timed and priced
+    assert (OUTCOMES / "licenses" / "smollm2.LICENSE").exists()
