@@ -195,9 +195,10 @@ class NodeEpisode:
     executed: torch.Tensor  # [1, P] bool: the pairs the node's attempts called
     last: torch.Tensor  # [1] the last attempt's column, -1 before any
     steps: int  # pairs called so far
+    twins: dict[PairRef, int] = field(default_factory=dict)  # pool pairs of a column's model and primitive
 
     def column(self, ref: PairRef) -> int:
-        return self.refs.index(ref)
+        return self.twins[ref] if ref in self.twins else self.refs.index(ref)
 
 
 class LearnedPolicy(DefaultPolicy):
@@ -421,7 +422,19 @@ class LearnedPolicy(DefaultPolicy):
         calib = context.calibration
         emb = self._embed(node.text)
         domain = known_domains(calib, emb, [node.domain or observation.domain])[0]  # a bare text: its neighbours'
-        known = {(pair.model.removeprefix("replay/"), pair.ref.primitive): pair for pair in observation.pairs}
+        wanted = {pair.ref for pair in candidates}
+        called = {a.pair for a in node.attempts}
+        # Two endpoints of one model (its recordings and the live model; two servers of it) share
+        # the column: the one this node may call stands for both, and its twins map to it.
+        known: dict[tuple[str, str], Pair] = {}
+        twins: list[tuple[tuple[str, str], Pair]] = []
+        mine = wanted | called
+        for pair in sorted(observation.pairs, key=lambda pair: pair.ref not in mine):
+            key = (pair.model.removeprefix("replay/"), pair.ref.primitive)
+            if key in known:
+                twins.append((key, pair))
+            else:
+                known[key] = pair
         extra = [pair for key, pair in known.items() if key not in columns and pair.ref.primitive != "plan"]
         refs: list[PairRef | None] = [None] * len(context.infos) + [pair.ref for pair in extra]
         for key, j in columns.items():
@@ -442,8 +455,6 @@ class LearnedPolicy(DefaultPolicy):
             glob = np.concatenate([glob, np.full(len(extra), mean)])
             infos += [_info(pair) for pair in extra]
         p = len(refs)
-        wanted = {pair.ref for pair in candidates}
-        called = {a.pair for a in node.attempts}
         answers = torch.full((1, p), -1, dtype=torch.long) - torch.arange(p).unsqueeze(0)
         surface = torch.zeros(1, p, 4)
         seen: dict[str, int] = {}
@@ -467,7 +478,8 @@ class LearnedPolicy(DefaultPolicy):
             surface=surface,
         )
         executed = torch.tensor([[ref is not None and ref in called for ref in refs]])
-        return NodeEpisode(batch, refs, executed, torch.tensor([last]), steps=int(executed.sum()))
+        twin_columns = {pair.ref: refs.index(known[key].ref) for key, pair in twins if known[key].ref in refs}
+        return NodeEpisode(batch, refs, executed, torch.tensor([last]), steps=int(executed.sum()), twins=twin_columns)
 
 
 def _info(pair: Pair) -> PairInfo:

@@ -133,6 +133,26 @@ def test_repairs_a_failed_attempt_with_another_admissible_pair(checkpoint: Check
     assert isinstance(action, Repair) and action.pair in {DEAR, MID}
 
 
+def test_two_endpoints_of_one_model_share_its_column(checkpoint: Checkpoint) -> None:
+    """A pool that lists a model twice (its recordings and the live model, or two servers of it):
+    the node's admissible one takes the column, and a choice among twins never fails."""
+    live = tuple(replace(pair, ref=PairRef(10 + i, "direct"), model=pair.model.removeprefix("replay/"))
+                 for i, pair in enumerate(RUNTIME_PAIRS[:3]))  # fmt: skip
+    pairs = RUNTIME_PAIRS + live
+    policy = _policy(checkpoint, preset="cheap")
+    unrecorded = _root("question 5", metadata={"recorded_pairs": []})  # no recording: the live twins
+    observation = _observe(unrecorded, text="question 5", pairs=pairs)
+    action = check_action(policy.act(observation), observation)
+    assert isinstance(action, Solve) and action.pair in {pair.ref for pair in live}
+    recorded = _root("question 5", metadata={"recorded_pairs": [list(p) for p in PAIRS]})
+    observation = _observe(recorded, text="question 5", pairs=pairs)
+    action = check_action(policy.act(observation), observation)
+    assert isinstance(action, Solve) and action.pair in {DEAR, MID, CHEAP}
+    both = _observe(_root("question 5"), text="question 5", pairs=pairs)  # no lookup: every pair a candidate
+    episode = policy.episode(both.nodes[0], both, list(pairs[:3]) + list(live))
+    assert {episode.column(pair.ref) for pair in live} == {episode.column(ref) for ref in (DEAR, MID, CHEAP)}
+
+
 def test_decides_to_delegate_plain_tasks_and_splits_composite_ones(checkpoint: Checkpoint) -> None:
     policy = _policy(checkpoint)
     plain = _observe(_root("question 5"), text="question 5", decomposable=True)
