@@ -6,12 +6,11 @@ at once instead of after minutes of training.
 Builds `data/checkpoints/demo-policy.pt` exactly as the studio's first demo training job
 trains it on a fresh install (`workers.policy_training`: RouterBench's outcomes and the local
 model's, seed 0, the default `LearnedConfig`, the shipped prices, no live runs yet), and
-`demo-policy.json`: what
-it was built from (each input's SHA-256, the text embedding, seed and config) and its
-metrics. `up` installs it only while that fingerprint still matches the data and code it
-finds (`shipped_demo`); otherwise it trains the demo policy as before. `--check` prints
-whether the shipped one matches, and exits 1 when it does not; `--verify` trains it again
-into a temporary file and compares every weight with the shipped one's.
+`demo-policy.json`: what it was built from (each input's SHA-256, the text embedding, seed
+and config) and its metrics. `up` installs it only while that fingerprint still matches the
+data and code it finds (`shipped_demo`); otherwise it trains the demo policy as before.
+`--check` prints whether the shipped one matches, and exits 1 when it does not; `--verify`
+trains it again into a temporary file and compares every weight with the shipped one's.
 """
 
 from __future__ import annotations
