@@ -37,9 +37,11 @@ from tqdm import tqdm
 
 from orchestrator import cli
 from orchestrator.baselines import BASELINES
+from orchestrator.evaluate_frontier import dominated_counts, frontier_lines, preset_checks
 from orchestrator.evaluate_report import LEARNED, MethodResult, PointResult, Setting, finite, format_table, plot, report
 from orchestrator.outcomes import read_prices
 from orchestrator.routing import metrics
+from orchestrator.routing.clean import without_seen
 from orchestrator.routing.methods import Method, NotApplicable
 from orchestrator.routing.table import OutcomeTable, default_prices, load_table, probe_split, split_table
 
@@ -82,9 +84,10 @@ def _split(args: argparse.Namespace, prices: Path | None) -> Setting:
         raise UsageError(f"--train {' '.join(map(str, args.train))}: no records to fit on")
     seen = set(train.keys())
     fresh = [i for i, key in enumerate(outcomes.keys()) if key not in seen]
-    if not fresh:
-        raise UsageError("every --outcomes item is also in --train: nothing is left to test on")
-    test = drop_unroutable(outcomes.rows(fresh))
+    test = without_seen(outcomes.rows(fresh), train)  # and by text: two sources share no keys
+    if not test.n_items:
+        raise UsageError("every --outcomes item is also in --train (by key or text): nothing is left to test on")
+    test = drop_unroutable(test)
     if test.pairs == train.pairs and not args.probe:
         return Setting(train, test, None, "train on --train, test on --outcomes (same pool)")
     if not args.probe:
@@ -175,6 +178,7 @@ def add_frontier_metrics(result: MethodResult, cost_range: tuple[float, float], 
         return
     points = result.frontier()
     result.aiq = metrics.aiq(points, cost_range)
+    result.aiq_rb = metrics.aiq_routerbench(points, cost_range[1])
     result.apgr = metrics.apgr(points, anchors)
     result.cpt50 = metrics.cpt(points, anchors, 0.5)
     result.cpt80 = metrics.cpt(points, anchors, 0.8)
@@ -298,7 +302,12 @@ def main(argv: Sequence[str] | None = None, on_progress: OnProgress | None = Non
         f"strong {strong} ({anchors.strong[1]:.3f} at ${anchors.strong[0]:.2e}); "
         f"AIQ over ${cost_range[0]:.2e}..${cost_range[1]:.2e}; CPT in % of the strong pair's cost"
     )
-    extra = {"seed": args.seed, "anchors": {"weak": [weak, *anchors.weak], "strong": [strong, *anchors.strong]}}
+    beaten = dominated_counts(results, singles)
+    presets = preset_checks(results, singles)
+    for line in frontier_lines(results, beaten, presets):
+        print(line)
+    extra = {"seed": args.seed, "anchors": {"weak": [weak, *anchors.weak], "strong": [strong, *anchors.strong]},
+             "dominated_points": beaten, "presets": presets}  # fmt: skip
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         data = finite(report(results, setting, singles, cost_range=cost_range, **extra))

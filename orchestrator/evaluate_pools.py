@@ -53,14 +53,16 @@ from orchestrator.evaluate import (
     single_pair_points,
     subsample,
 )
+from orchestrator.evaluate_frontier import dominated_counts, preset_checks
 from orchestrator.evaluate_report import LEARNED, MethodResult, Setting
 from orchestrator.policies import COST_PRESETS
+from orchestrator.routing.clean import without_seen
 from orchestrator.routing.metrics import Point
 from orchestrator.routing.table import OutcomeTable, default_prices, load_table, probe_split
 
 ROOT = Path(__file__).resolve().parent.parent
 OUTCOMES = (ROOT / "data" / "outcomes" / "routerbench.jsonl.gz", ROOT / "data" / "outcomes" / "llmrouter.jsonl.gz")
-DEFAULT_METHODS = ("learned", "knn", "cluster", "mf", "best_single", "cascade")
+DEFAULT_METHODS = ("learned", "knn", "cluster", "mf", "best_single", "zero", "cascade")
 MIN_MODELS = 8  # a source with fewer models gives no models split
 HELD_OUT = (4, 6)  # unseen models per models split, drawn in this range
 
@@ -103,7 +105,8 @@ def draw_splits(table: OutcomeTable, per_source: int) -> list[Split]:
 
 
 def split_tables(table: OutcomeTable, split: Split) -> tuple[OutcomeTable, OutcomeTable]:
-    """(train, test) for a split: test columns are the unseen models' pairs only."""
+    """(train, test) for a split: test columns are the unseen models' pairs only, and no test
+    item's text is a train item's (`routing.clean`)."""
     unseen = np.array([model in split.unseen for model, _ in table.pairs])
     sources = np.array(table.sources)
     if split.kind == "source":
@@ -118,7 +121,7 @@ def split_tables(table: OutcomeTable, split: Split) -> tuple[OutcomeTable, Outco
     test = table.rows(test_rows).columns(np.flatnonzero(unseen))
     train = train.rows(np.flatnonzero(train.available().any(axis=1)))
     test = test.rows(np.flatnonzero(test.available().any(axis=1)))
-    return train, test
+    return train, without_seen(test, train)
 
 
 def nested_probes(test: OutcomeTable, ks: Sequence[int], seed: int) -> tuple[dict[int, OutcomeTable], OutcomeTable]:
@@ -141,6 +144,7 @@ def evaluate_split(
     anchors = anchors_of(singles)
     cost_range = (min(c for c, _ in singles.values()), max(c for c, _ in singles.values()))
     rows = []
+    results: dict[tuple[int, str], MethodResult] = {}
     for name in args.method_names:
         todo = [k for k in args.k if (split.name, seed, k, name) not in done]
         if not todo:
@@ -156,16 +160,23 @@ def evaluate_split(
             else:
                 result = run_method(method, setting, seed)
             add_frontier_metrics(result, cost_range, anchors)
+            results[(k, name)] = result
             best = max((p.macro_acc for p in result.points), default=float("nan"))
             cheap = cheap_end(result, probes[k], singles) if name == LEARNED else None
             rows.append(
                 {"split": split.name, "kind": split.kind, "unseen": list(split.unseen), "seed": seed, "k": k,
-                 "method": name, "aiq": result.aiq, "best_macro": best, "not_applicable": result.not_applicable,
+                 "method": name, "aiq": result.aiq, "aiq_rb": result.aiq_rb, "best_macro": best,
+                 "points": result.frontier(), "not_applicable": result.not_applicable,
                  "train_items": train.n_items, "test_items": test.n_items, "seconds": time.perf_counter() - started,
                  "strong": anchors.strong[1], "weak": anchors.weak[1], "cheap": cheap, "setup": args.setup,
                  "fit": {key: value for key, value in getattr(method, "metrics", {}).items()
                          if key.startswith(("holdout/", "time/fit"))}}
             )  # fmt: skip
+    for row in rows:  # once every method of the split has run: who beats whom
+        by_k = [result for (k, _), result in results.items() if k == row["k"]]
+        row["dominated"] = dominated_counts(by_k, singles).get(row["method"])
+        if row["method"] == LEARNED:
+            row["presets"] = preset_checks(by_k, singles)
     return rows
 
 
@@ -215,37 +226,88 @@ def cheap_end_line(rows: Sequence[dict[str, Any]]) -> str | None:
     )
 
 
+def seed_means(rows: Sequence[dict[str, Any]], key: str, methods: Sequence[str]) -> dict[str, dict[str, float]]:
+    """{split: {method: the mean of `key` over its seeds}}, for the rows that have it."""
+    out: dict[str, dict[str, float]] = {}
+    for split in sorted({r["split"] for r in rows}):
+        out[split] = {}
+        for name in methods:
+            values = [r[key] for r in rows if r["split"] == split and r["method"] == name and r.get(key) is not None]
+            if values:
+                out[split][name] = float(np.mean(values))
+    return out
+
+
 def summarize(rows: Sequence[dict[str, Any]], methods: Sequence[str], ks: Sequence[int]) -> str:
-    """One table per K: AIQ mean ± sd over splits (each split's seed mean), and wins per method."""
+    """One table per K: AIQ mean ± sd over splits (each split's seed mean), wins per method, and
+    AIQ by RouterBench's definition; then the learned policy against the zero router per split."""
     lines = []
     for k in ks:
         at_k = [r for r in rows if r["k"] == k and r["aiq"] is not None]
-        per_split: dict[str, dict[str, float]] = {}
-        for split in sorted({r["split"] for r in at_k}):
-            per_split[split] = {}
-            for name in methods:
-                values = [r["aiq"] for r in at_k if r["split"] == split and r["method"] == name]
-                if values:
-                    per_split[split][name] = float(np.mean(values))
+        per_split = seed_means(at_k, "aiq", methods)
+        per_split_rb = seed_means(at_k, "aiq_rb", methods)
         wins = {name: 0 for name in methods}
         for scores in per_split.values():
             if scores:
                 wins[max(scores, key=lambda name: scores[name])] += 1
         lines.append(f"\nK = {k} probe items per unseen model; {len(per_split)} splits")
-        lines.append(f"{'method':14} {'AIQ mean':>9} {'± sd':>7} {'splits':>6} {'best in':>8}")
+        lines.append(f"{'method':14} {'AIQ mean':>9} {'± sd':>7} {'splits':>6} {'best in':>8} {'AIQ-RB':>7}")
         order = sorted(methods, key=lambda name: -np.mean([s[name] for s in per_split.values() if name in s] or [-1]))
         for name in order:
             values = [s[name] for s in per_split.values() if name in s]
             if not values:
                 continue
             sd = float(np.std(values, ddof=1)) if len(values) > 1 else 0.0
-            lines.append(f"{name:14} {np.mean(values):9.4f} {sd:7.4f} {len(values):6} {wins[name]:8}")
+            rb = [s[name] for s in per_split_rb.values() if name in s]
+            rb_text = f"{np.mean(rb):7.4f}" if rb else "      -"
+            lines.append(f"{name:14} {np.mean(values):9.4f} {sd:7.4f} {len(values):6} {wins[name]:8} {rb_text}")
         if LEARNED in methods and per_split:
             lines.append(f"learned is best in {wins.get(LEARNED, 0)} of {len(per_split)} splits")
+            lines += against_zero(at_k, per_split_rb)
+            presets = presets_line(at_k)
+            if presets is not None:
+                lines.append(presets)
             cheap = cheap_end_line(at_k)
             if cheap is not None:
                 lines.append(cheap)
     return "\n".join(lines)
+
+
+def against_zero(rows: Sequence[dict[str, Any]], per_split_rb: dict[str, dict[str, float]]) -> list[str]:
+    """Per split: the learned policy's AIQ-RB against the zero router's, and its dominated points
+    (summed over the seeds)."""
+    lines = []
+    margins = []
+    for split, scores in per_split_rb.items():
+        dominated = [r["dominated"] for r in rows if r["split"] == split and r["method"] == LEARNED
+                     and r.get("dominated") is not None]  # fmt: skip
+        if LEARNED not in scores:
+            continue
+        zero = scores.get("zero")
+        versus = "" if zero is None else f" vs zero {zero:.4f} ({scores[LEARNED] - zero:+.4f})"
+        if zero is not None:
+            margins.append(scores[LEARNED] - zero)
+        count = str(sum(dominated)) if dominated else "-"
+        lines.append(f"  {split}: learned AIQ-RB {scores[LEARNED]:.4f}{versus}; dominated points: {count}")
+    if margins:
+        held = sum(m >= 0 for m in margins)
+        mean = float(np.mean(margins))
+        lines.append(f"learned - zero (AIQ-RB): mean {mean:+.4f}; learned >= zero in {held} of {len(margins)} splits")
+    return lines
+
+
+def presets_line(rows: Sequence[dict[str, Any]]) -> str | None:
+    """In how many splits each preset of the learned policy kept its promise in every seed
+    (`evaluate_frontier.preset_checks`)."""
+    held: dict[str, dict[str, bool]] = {}
+    for row in rows:
+        for preset, check in (row.get("presets") or {}).items() if row["method"] == LEARNED else ():
+            split = held.setdefault(preset, {})
+            split[row["split"]] = split.get(row["split"], True) and check["held"]
+    if not held:
+        return None
+    parts = [f"{preset} in {sum(splits.values())} of {len(splits)}" for preset, splits in held.items()]
+    return "presets held (every seed): " + ", ".join(parts) + " splits"
 
 
 def read_done(path: Path | None) -> list[dict[str, Any]]:

@@ -38,6 +38,7 @@ class MethodResult:
     route_s: float = 0.0
     not_applicable: str | None = None
     aiq: float = float("nan")
+    aiq_rb: float = float("nan")  # RouterBench's definition (`metrics.aiq_routerbench`)
     apgr: float = float("nan")
     cpt50: float | None = None
     cpt80: float | None = None
@@ -71,9 +72,16 @@ def _percent(fraction: float | None) -> str:
     return "-" if fraction is None else f"{100 * fraction:.1f}%"
 
 
+def point_label(method: str, knob: float | None) -> str:
+    """A knob for people: λ=0.05 (`knob_label`), or the zero router's step along its hull."""
+    if knob is None:
+        return ""
+    return f"hull step {knob:g}" if method == "zero" else knob_label(knob)
+
+
 def format_table(results: list[MethodResult], domains: list[str]) -> str:
     """One row per method (the learned policy also at each λ); columns as in issue 5."""
-    header = ["method", "macro", *domains, "$/query", "AIQ", "APGR", "CPT50", "CPT80"]
+    header = ["method", "macro", *domains, "$/query", "AIQ", "AIQ-RB", "APGR", "CPT50", "CPT80"]
     rows: list[list[str]] = []
     for result in results:
         if result.not_applicable is not None:
@@ -81,20 +89,21 @@ def format_table(results: list[MethodResult], domains: list[str]) -> str:
             continue
         sweep = result.points if result.name == LEARNED and len(result.points) > 1 else []
         for point in sweep:
-            label = "" if point.knob is None else knob_label(point.knob)
+            label = point_label(result.name, point.knob)
             rows.append(
                 [f"  {result.name} {label}", _fmt(point.macro_acc, ".3f")]
                 + [_fmt(point.per_domain.get(d), ".3f") for d in domains]
-                + [_fmt(point.cost_per_query, ".2e"), "", "", "", ""]
+                + [_fmt(point.cost_per_query, ".2e"), "", "", "", "", ""]
             )
         best = result.headline
-        knob = "" if best.knob is None else f" (best @ {knob_label(best.knob)})"
+        knob = "" if best.knob is None else f" (best @ {point_label(result.name, best.knob)})"
         rows.append(
             [result.name + knob, _fmt(best.macro_acc, ".3f")]
             + [_fmt(best.per_domain.get(d), ".3f") for d in domains]
             + [
                 _fmt(best.cost_per_query, ".2e"),
                 _fmt(result.aiq, ".3f"),
+                _fmt(result.aiq_rb, ".3f"),
                 _fmt(result.apgr, ".3f"),
                 _percent(result.cpt50),
                 _percent(result.cpt80),
@@ -124,6 +133,7 @@ def report(
             "macro_acc": best.macro_acc,
             "cost_per_query": best.cost_per_query,
             "aiq": result.aiq,
+            "aiq_rb": result.aiq_rb,
             "apgr": result.apgr,
             "cpt50": result.cpt50,
             "cpt80": result.cpt80,

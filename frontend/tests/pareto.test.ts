@@ -2,10 +2,12 @@ import { describe, expect, it } from "vitest";
 
 import {
   accuracyDomain,
+  dominatedPoints,
   formatKnob,
   logDomain,
   logTicks,
   metricsRows,
+  orderedMethods,
   paretoSeries,
   perDomain,
   singlePairPoints,
@@ -32,6 +34,7 @@ const report: EvaluationReport = {
       macro_acc: 0.56,
       cost_per_query: 7.4e-5,
       aiq: 0.56,
+      aiq_rb: 0.52,
       apgr: 0.77,
       cpt50: 0.118,
       cpt80: null,
@@ -68,6 +71,61 @@ describe("paretoSeries", () => {
 
   it("keeps single pairs with a cost as reference points", () => {
     expect(singlePairPoints(report).map((p) => p.method)).toEqual(["gemma-2-9b-it"]);
+  });
+});
+
+// The zero router and RouterBench's AIQ, as reports have them since they came in.
+const withZero: EvaluationReport = {
+  methods: {
+    oracle: { macro_acc: 0.9, cost_per_query: 5e-5, aiq: 0.9, aiq_rb: 0.9, points: [[5e-5, 0.9]], knobs: [null] },
+    zero: {
+      macro_acc: 0.6,
+      cost_per_query: 2e-4,
+      aiq: 0.5,
+      aiq_rb: 0.55,
+      points: [
+        [3.4e-5, 0.45],
+        [1e-4, 0.52],
+        [2e-4, 0.6],
+      ],
+      knobs: [0, 0.5, 1.5],
+    },
+    best_single: { macro_acc: 0.6, cost_per_query: 2e-4, aiq: 0.48, points: [[2e-4, 0.6]], knobs: [null] },
+    learned: { macro_acc: 0.56, cost_per_query: 7.4e-5, aiq: 0.56, points: [[7.4e-5, 0.56]], knobs: [0] },
+  },
+  dominated_points: { mf: 1, learned: 0, knn: 1 },
+};
+
+describe("the zero router", () => {
+  it("comes right after best_single, as in the CLI", () => {
+    expect(orderedMethods(withZero).map(([m]) => m)).toEqual(["learned", "best_single", "zero", "oracle"]);
+  });
+
+  it("is drawn as a line through its hull points", () => {
+    const zero = paretoSeries(withZero).find((s) => s.method === "zero")!;
+    expect(zero.line).toBe(true);
+    expect(zero.points.map((p) => p.knob)).toEqual([0, 0.5, 1.5]);
+  });
+
+  it("names its knob a hull step, best at the dearest vertex", () => {
+    expect(formatKnob("zero", 1.5)).toBe("hull step = 1.5");
+    expect(metricsRows(withZero).find((r) => r.method === "zero")).toMatchObject({ bestKnob: 1.5, aiqRb: 0.55 });
+  });
+
+  it("carries RouterBench's AIQ, null where an older report has none", () => {
+    const rows = metricsRows(withZero);
+    expect(rows.find((r) => r.method === "best_single")?.aiqRb).toBeNull();
+    expect(metricsRows(report)[0].aiqRb).toBe(0.52);
+    expect(metricsRows(report)[1].aiqRb).toBeNull();
+  });
+
+  it("lists dominated points in the CLI's order, none in an older report", () => {
+    expect(dominatedPoints(withZero)).toEqual([
+      ["learned", 0],
+      ["knn", 1],
+      ["mf", 1],
+    ]);
+    expect(dominatedPoints(report)).toEqual([]);
   });
 });
 

@@ -1,6 +1,8 @@
 """The baselines every learned router is compared against, each a `orchestrator.routing.Method`.
 
 - random, cheapest, best single (chosen on train, or on the probe for an unseen pool);
+- zero: RouterBench's zero router, the hull of fixed pairs and mixes of two (on train, or
+  the probe), with no look at the prompt;
 - oracle: the cheapest pair with the item's best recorded score, an UPPER BOUND that reads
   test scores by definition;
 - cascade (FrugalGPT), knn (kNN on MiniLM), cluster (AvengersPro-style k-means clusters on
@@ -25,12 +27,14 @@ from orchestrator.baselines.simple import (
     OracleRouter,
     RandomRouter,
 )
+from orchestrator.baselines.zero import ZeroRouter
 from orchestrator.routing.methods import Method
 
 BASELINES: dict[str, Callable[[], Method]] = {
     "random": RandomRouter,
     "cheapest": CheapestRouter,
     "best_single": BestSingleRouter,
+    "zero": ZeroRouter,
     "oracle": OracleRouter,
     "cascade": CascadeRouter,
     "knn": KnnRouter,
@@ -52,4 +56,5 @@ __all__ = [
     "MfRouter",
     "OracleRouter",
     "RandomRouter",
+    "ZeroRouter",
 ]

@@ -3,8 +3,8 @@ or several, and nested (a part that is itself a composite), so decomposition can
 offline with every part answered by a real recorded outcome.
 
 A composite never mixes sides: `build_split` draws the train composites from the table's
-train items and the test composites from its test items, so no test part is seen in
-training.
+train items and the test composites from its test items whose text no train item has, so
+no test part is seen in training.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from orchestrator.embedding import question_of
+from orchestrator.routing.clean import normalized, texts_of
 from orchestrator.routing.table import OutcomeTable
 
 SAME_DOMAIN = "same_domain"
@@ -105,12 +106,15 @@ def build_split(
     table: OutcomeTable, *, train_count: int, test_count: int, seed: int, config: CompositeConfig | None = None
 ) -> tuple[list[Composite], list[Composite]]:
     """Train composites from the train items, test composites from the test items (the
-    table's recorded split; a seeded 80/20 of the items that have none)."""
+    table's recorded split; a seeded 80/20 of the items that have none), less the test items
+    whose text is a train item's (`routing.clean`)."""
     rng = np.random.default_rng(seed)
     unsplit = np.flatnonzero([s not in ("train", "test") for s in table.splits])
     to_test = set(unsplit[rng.random(len(unsplit)) < 0.2].tolist())
     test = [i for i, s in enumerate(table.splits) if s == "test" or i in to_test]
     train = sorted(set(range(table.n_items)) - set(test))
+    seen = texts_of([table.rows(train)])
+    test = [i for i in test if normalized(table.prompts[i]) not in seen]
     return (
         build_composites(table, train, count=train_count, seed=seed, config=config, prefix="train"),
         build_composites(table, test, count=test_count, seed=seed + 1, config=config, prefix="test"),

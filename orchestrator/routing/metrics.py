@@ -76,14 +76,15 @@ def cost_per_query(costs: np.ndarray) -> float:
     return float(np.mean(costs)) if len(costs) else float("nan")
 
 
-def nondecreasing_hull(points: Sequence[Point]) -> list[Point]:
-    """The vertices of the non-decreasing upper concave hull, sorted by cost, from (0, 0).
+def nondecreasing_hull(points: Sequence[Point], *, origin: bool = True) -> list[Point]:
+    """The vertices of the non-decreasing upper concave hull, sorted by cost, from (0, 0)
+    (from the cheapest point with `origin=False`, as RouterBench draws it).
 
     Upper hull by Andrew's monotone chain over the points and the abstain point (0, 0),
     sorted by (cost, accuracy); the vertices after the most accurate one are dropped (H is
     flat from there).
     """
-    pts = sorted({(0.0, 0.0), *((float(c), float(a)) for c, a in points)})
+    pts = sorted({*([(0.0, 0.0)] if origin else []), *((float(c), float(a)) for c, a in points)})
     # of several points at one cost only the most accurate matters
     best: dict[float, float] = {}
     for c, a in pts:
@@ -136,6 +137,37 @@ def aiq(points: Sequence[Point], cost_range: tuple[float, float]) -> float:
     if hi <= lo:
         return hull_value(hull, lo)
     return _integral(hull, lo, hi) / (hi - lo)
+
+
+def aiq_routerbench(points: Sequence[Point], c_max: float) -> float:
+    """AIQ as RouterBench defines it: the area under the non-decreasing hull of the points
+    (no abstain point: 0 below the cheapest), extended flat to `c_max`, divided by `c_max`.
+
+    AIQ_RB = 1/c_max * integral_0^{c_max} H(c) dc. The project's `aiq` instead starts the
+    hull at (0, 0) and averages it over the single pairs' cost range; both are printed.
+    """
+    hull = [(c, a) for c, a in nondecreasing_hull(points, origin=False) if c <= c_max]
+    if not hull or c_max <= 0:
+        return float("nan")
+    knots = [c for c, _ in hull] + [c_max]
+    values = [a for _, a in hull] + [hull[-1][1]]
+    area = sum((knots[k + 1] - knots[k]) * (values[k] + values[k + 1]) / 2 for k in range(len(knots) - 1))
+    return float(area / c_max)
+
+
+def dominated(
+    points: Sequence[Point], singles: Sequence[Point], frontier: Sequence[Point] = (), *, tolerance: float = 1e-9
+) -> list[Point]:
+    """The points beaten at no more cost with more accuracy (by > `tolerance`): by a single
+    point of `singles`, or by the hull of `frontier` (a router's points and the mixes of two
+    of them, from its cheapest point on)."""
+    hull = nondecreasing_hull(frontier, origin=False) if frontier else []
+    return [
+        (c, a)
+        for c, a in points
+        if any(sc <= c + tolerance and sa > a + tolerance for sc, sa in singles)
+        or (bool(hull) and hull_value(hull, c) > a + tolerance)
+    ]
 
 
 @dataclass(frozen=True)

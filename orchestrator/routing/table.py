@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from orchestrator.outcomes import OutcomeFormatError, OutcomeRecord, cost_from_prices, read_outcomes, read_prices
+from orchestrator.routing.clean import without_seen
 
 Pair = tuple[str, str]  # (model, primitive)
 
@@ -194,25 +195,31 @@ def table_from_records(
 
 
 def split_table(table: OutcomeTable, *, seed: int, test_fraction: float = 0.2) -> tuple[OutcomeTable, OutcomeTable]:
-    """(train, test): the upstream split where every item has one, else a seeded split by item."""
+    """(train, test): the upstream split where every item has one, else a seeded split by item.
+
+    Clean (`routing.clean`): a test item whose text is also a train item's leaves the test.
+    """
     if table.n_items and all(split is not None for split in table.splits):
         splits = np.array(table.splits)
         train_idx, test_idx = np.flatnonzero(splits == "train"), np.flatnonzero(splits == "test")
         if len(train_idx) and len(test_idx):
-            return table.rows(train_idx), table.rows(test_idx)
+            train = table.rows(train_idx)
+            return train, without_seen(table.rows(test_idx), train)
     if not 0 < test_fraction < 1:
         raise ValueError(f"test_fraction must be in (0, 1), not {test_fraction}")
     rng = np.random.default_rng(seed)
     order = rng.permutation(table.n_items)
     n_test = max(1, round(test_fraction * table.n_items)) if table.n_items > 1 else 0
-    return table.rows(np.sort(order[n_test:])), table.rows(np.sort(order[:n_test]))
+    train = table.rows(np.sort(order[n_test:]))
+    return train, without_seen(table.rows(np.sort(order[:n_test])), train)
 
 
 def probe_split(table: OutcomeTable, *, k: int, seed: int) -> tuple[OutcomeTable, OutcomeTable]:
     """(probe, rest): K seeded items whose outcomes are revealed for calibration, and the others.
 
     Probe items are drawn among items where every column is available where possible, so
-    each model gets K revealed outcomes.
+    each model gets K revealed outcomes. The probe counts as train: an item of the rest whose
+    text is a probe item's leaves it (`routing.clean`).
     """
     if k < 0:
         raise ValueError(f"k must be non-negative, not {k}")
@@ -224,4 +231,5 @@ def probe_split(table: OutcomeTable, *, k: int, seed: int) -> tuple[OutcomeTable
     order = np.concatenate([rng.permutation(complete), rng.permutation(partial)])
     probe = np.sort(order[:k])
     rest = np.sort(order[k:])
-    return table.rows(probe), table.rows(rest)
+    revealed = table.rows(probe)
+    return revealed, without_seen(table.rows(rest), revealed)

@@ -193,3 +193,25 @@ def test_no_baseline_routes_to_a_masked_pair(name):
         routes = method.route(test, knob=knob)
         for i, calls in enumerate(routes.executed):
             assert all(available[i, j] for j in calls), (knob, i, calls)
+
+
+def test_zero_router_walks_the_train_hull_with_mixes_of_neighbours():
+    from orchestrator.baselines import ZeroRouter
+
+    # on train m0 (.1, .5), m1 (.5, .5) under the hull, m2 (2, 1): the hull is m0 then m2
+    train = pool([[1, 1, 1], [0, 0, 1]])
+    test = pool([[1, 1, 1]] * 400)
+    method = ZeroRouter()
+    method.fit(train, seed=0)
+    assert method.knobs == (0.0, 0.25, 0.5, 0.75, 1.0)
+    assert set(method.route(test, knob=0.0).final) == {0}
+    assert set(method.route(test, knob=1.0).final) == {2}
+    half = method.route(test, knob=0.5).final
+    assert set(half) == {0, 2} and 150 < half.count(2) < 250
+    # the dear share only grows along the knobs, item by item
+    quarter = method.route(test, knob=0.25).final
+    assert all(q == 0 or h == 2 for q, h in zip(quarter, half, strict=True))
+    # on an unseen pool the probe decides: there m1 is as good as m2 and cheaper
+    probe = pool([[0, 1, 1], [0, 1, 1]])
+    method.fit(train, seed=0, probe=probe)
+    assert set(method.route(test, knob=method.knobs[-1]).final) == {1}

@@ -20,7 +20,8 @@ def pool_records(models: dict[str, float], n: int, *, right: dict[str, set[int]]
         bench = "b1" if k % 2 else "b2"
         for model, cost in models.items():
             score = 1.0 if k in right[model] else 0.0
-            fields = {"split": split, "benchmark": bench, "prompt": f"math question {k}", "source": source}
+            prompt = f"math question {k}" if source == "synth" else f"math question {k} of {source}"  # clean splits
+            fields = {"split": split, "benchmark": bench, "prompt": prompt, "source": source}
             out.append(record(f"q{k}", model, score, cost, **fields))
     return out
 

@@ -92,3 +92,24 @@ def test_routes_final_must_be_executed():
 def test_degenerate_anchors_give_nan():
     flat = metrics.Anchors(weak=(1.0, 0.5), strong=(2.0, 0.5))
     assert math.isnan(metrics.apgr(POINTS, flat))
+
+
+def test_aiq_by_routerbench_definition_by_hand():
+    # hull without the abstain point: (1,.5)-(3,.9), flat to c_max 4; area (.5+.9)/2*2 = 1.4 on [1,3]
+    # + .9 on [3,4] = 2.3, nothing below the cheapest point; / 4 = .575
+    assert metrics.aiq_routerbench(POINTS, 4.0) == pytest.approx(0.575)
+    assert metrics.nondecreasing_hull(POINTS, origin=False) == [(1.0, 0.5), (3.0, 0.9)]
+    # one point: the flat extension alone, (4 - 2) * .8 / 4
+    assert metrics.aiq_routerbench([(2.0, 0.8)], 4.0) == pytest.approx(0.4)
+    # points dearer than c_max do not count
+    assert metrics.aiq_routerbench([(5.0, 0.9)], 4.0) != metrics.aiq_routerbench([(5.0, 0.9)], 4.0)  # NaN
+
+
+def test_dominated_by_a_single_or_by_a_mix_of_two():
+    singles = [(1.0, 0.5), (3.0, 0.9)]
+    # (1,.4): (1,.5) costs no more and is better; (2,.65): the mix of the two singles gives .7 at 2
+    # (2,.75) beats that mix; (.5,.45) is cheaper than every single
+    points = [(1.0, 0.4), (2.0, 0.65), (2.0, 0.75), (0.5, 0.45)]
+    assert metrics.dominated(points, singles) == [(1.0, 0.4)]
+    assert metrics.dominated(points, singles, frontier=singles) == [(1.0, 0.4), (2.0, 0.65)]
+    assert metrics.dominated([(1.0, 0.5)], singles) == []  # a tie is not beaten

@@ -7,6 +7,7 @@ export interface MethodReport {
   macro_acc?: number | null;
   cost_per_query?: number | null;
   aiq?: number | null;
+  aiq_rb?: number | null; // RouterBench's AIQ; absent in reports from before it
   apgr?: number | null;
   cpt50?: number | null;
   cpt80?: number | null;
@@ -28,6 +29,9 @@ export interface EvaluationReport {
   anchors?: { weak?: [string, number, number]; strong?: [string, number, number] };
   cost_range?: [number, number];
   seed?: number;
+  // Per method (never the oracle or the zero router): its points that a single pair, or the
+  // zero router's hull, beats at no more cost. Absent in reports from before it.
+  dominated_points?: Record<string, number>;
 }
 
 export interface ParetoPoint {
@@ -41,7 +45,7 @@ export interface ParetoSeries {
   method: string;
   points: ParetoPoint[]; // cost > 0 only (a log axis has no 0), cheapest first
   hidden: number; // points at cost 0 left off the plot
-  line: boolean; // drawn as a line: the learned policy, and any method with several points
+  line: boolean; // drawn as a line: the learned policy, and any method with several points (the zero router's hull)
 }
 
 export const LEARNED = "learned";
@@ -52,6 +56,7 @@ export const METHOD_ORDER = [
   "random",
   "cheapest",
   "best_single",
+  "zero",
   "oracle",
   "cascade",
   "knn",
@@ -61,15 +66,26 @@ export const METHOD_ORDER = [
   "self_consistency",
 ];
 
+const rank = (name: string) => (METHOD_ORDER.includes(name) ? METHOD_ORDER.indexOf(name) : METHOD_ORDER.length);
+const byRank = <T>([a]: [string, T], [b]: [string, T]) => rank(a) - rank(b) || a.localeCompare(b);
+
 /** The report's methods in the CLI's order, any unknown ones last by name. */
 export function orderedMethods(report: EvaluationReport): [string, MethodReport][] {
-  const rank = (name: string) => (METHOD_ORDER.includes(name) ? METHOD_ORDER.indexOf(name) : METHOD_ORDER.length);
-  return Object.entries(report.methods ?? {}).sort(([a], [b]) => rank(a) - rank(b) || a.localeCompare(b));
+  return Object.entries(report.methods ?? {}).sort(byRank);
 }
 
-/** What a method's knob is called: λ prices cost, τ is the cascade's confidence threshold. */
+/** The report's dominated-point counts in the CLI's order; empty when it has none. */
+export function dominatedPoints(report: EvaluationReport): [string, number][] {
+  return Object.entries(report.dominated_points ?? {}).sort(byRank);
+}
+
+/**
+ * What a method's knob is called: λ prices cost, τ is the cascade's confidence threshold, and
+ * the zero router's knob is a step along its hull (1.5: halfway from vertex 1 to vertex 2).
+ */
 export function knobName(method: string): string {
   if (method === "cascade") return "τ";
+  if (method === "zero") return "hull step";
   return ["learned", "knn", "cluster", "mf"].includes(method) ? "λ" : "knob";
 }
 
@@ -152,6 +168,7 @@ export interface MetricsRow {
   macroAcc: number | null;
   costPerQuery: number | null;
   aiq: number | null;
+  aiqRb: number | null; // RouterBench's AIQ; null in reports from before it
   apgr: number | null;
   cpt50: number | null;
   cpt80: number | null;
@@ -178,6 +195,7 @@ export function metricsRows(report: EvaluationReport): MetricsRow[] {
       macroAcc: num(r.macro_acc),
       costPerQuery: num(r.cost_per_query),
       aiq: num(r.aiq),
+      aiqRb: num(r.aiq_rb),
       apgr: num(r.apgr),
       cpt50: num(r.cpt50),
       cpt80: num(r.cpt80),

@@ -1,17 +1,30 @@
 // An evaluation's numbers: the metrics table and the per-domain breakdown.
 import { Scrollable } from "../../components/Scrollable";
 import { pct } from "../../lib/format";
-import { formatKnob, metricsRows, perDomain, usdPerQuery, type EvaluationReport } from "../../lib/pareto";
+import {
+  dominatedPoints,
+  formatKnob,
+  metricsRows,
+  perDomain,
+  usdPerQuery,
+  type EvaluationReport,
+} from "../../lib/pareto";
 
 export const fixed = (value: number | null, digits = 3) => (value === null ? "–" : value.toFixed(digits));
 
 export function MetricsTable({ report }: { report: EvaluationReport }) {
   const rows = metricsRows(report);
+  const dominated = dominatedPoints(report);
+  // The CLI counts against the zero router's hull only where the zero router ran.
+  const zeroRan = report.methods?.zero !== undefined && report.methods.zero.not_applicable === undefined;
   return (
     <section className="panel" aria-label="Metrics">
       <h2>Metrics</h2>
       <p className="muted small">
         A method with a knob shows its most accurate point; AIQ, APGR and CPT use all its points (docs/evaluation.md).
+        The zero router is the baseline with no prompt features: fixed pairs, and random mixes of two neighbouring ones
+        on their cost/accuracy hull. AIQ (RouterBench) is RouterBench's own AIQ: the area under the non-decreasing hull,
+        with no abstain point, extended flat to the dearest single pair's cost, divided by that cost.
       </p>
       <Scrollable className="table-wrap" label="Metrics">
         <table data-testid="metrics-table">
@@ -21,6 +34,7 @@ export function MetricsTable({ report }: { report: EvaluationReport }) {
               <th scope="col">Macro pass@1</th>
               <th scope="col">$/query</th>
               <th scope="col">AIQ</th>
+              <th scope="col">AIQ (RouterBench)</th>
               <th scope="col">APGR</th>
               <th scope="col">CPT 50%</th>
               <th scope="col">CPT 80%</th>
@@ -33,12 +47,13 @@ export function MetricsTable({ report }: { report: EvaluationReport }) {
                 <th scope="row">
                   {r.method}
                   {r.method === "oracle" && <span className="muted small"> (upper bound)</span>}
+                  {r.method === "zero" && <span className="muted small"> (fixed pairs, no prompt)</span>}
                   {r.bestKnob !== null && (
                     <span className="muted small"> best @ {formatKnob(r.method, r.bestKnob)}</span>
                   )}
                 </th>
                 {r.notApplicable !== null ? (
-                  <td colSpan={7} className="muted">
+                  <td colSpan={8} className="muted">
                     does not apply: {r.notApplicable}
                   </td>
                 ) : (
@@ -46,6 +61,7 @@ export function MetricsTable({ report }: { report: EvaluationReport }) {
                     <td>{fixed(r.macroAcc)}</td>
                     <td>{usdPerQuery(r.costPerQuery)}</td>
                     <td>{fixed(r.aiq)}</td>
+                    <td>{fixed(r.aiqRb)}</td>
                     <td>{fixed(r.apgr)}</td>
                     <td>{r.cpt50 === null ? "never" : pct(r.cpt50)}</td>
                     <td>{r.cpt80 === null ? "never" : pct(r.cpt80)}</td>
@@ -57,6 +73,12 @@ export function MetricsTable({ report }: { report: EvaluationReport }) {
           </tbody>
         </table>
       </Scrollable>
+      {dominated.length > 0 && (
+        <p className="muted small" data-testid="dominated-points">
+          Dominated points ({zeroRan ? "a single pair or the zero router" : "a single pair"} does better at no more
+          cost): {dominated.map(([method, count]) => `${method} ${count}`).join(", ")}
+        </p>
+      )}
     </section>
   );
 }

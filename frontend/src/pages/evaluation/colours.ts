@@ -4,6 +4,7 @@ const PALETTE: Record<string, string> = {
   random: "#a0aec0",
   cheapest: "#2f855a",
   best_single: "#c05621",
+  zero: "#1a202c",
   oracle: "#6b46c1",
   cascade: "#d69e2e",
   knn: "#319795",
