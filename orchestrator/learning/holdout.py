@@ -98,10 +98,11 @@ def hold_out(
     keep = np.flatnonzero(fit.available().any(axis=1))
     batches = []
     for pool, pool_emb in pools:
-        probe, rest = probe_split(pool, k=config.probe, seed=seed)
-        probe_rows = np.isin(pool.item_ids, probe.item_ids)
-        context = make_context(probe, pool_emb[probe_rows], prices)
-        rest_emb = pool_emb[~probe_rows]
+        probe, rest = probe_split(pool, k=config.probe, seed=seed)  # the rest less the probe's texts
+        row_of = {key: i for i, key in enumerate(pool.keys())}
+        probe_keys, rest_keys = probe.keys(), rest.keys()  # (source, item id) lists
+        context = make_context(probe, pool_emb[[row_of[key] for key in probe_keys]], prices)
+        rest_emb = pool_emb[[row_of[key] for key in rest_keys]]
         if rest.n_items > config.max_items:
             chosen = np.sort(rng.choice(rest.n_items, size=config.max_items, replace=False))
             rest, rest_emb = rest.rows(chosen), rest_emb[chosen]

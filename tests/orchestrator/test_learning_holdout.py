@@ -79,3 +79,16 @@ def test_an_unseen_pool_fit_reports_where_it_stopped() -> None:
     seen.fit(table, seed=0)  # a seen pool trains on everything
     assert not any(key.startswith("holdout/") for key in seen.metrics)
     assert seen._train is not None and seen._train[0].n_items == 300
+
+
+def test_a_held_out_item_repeating_a_probe_items_text_leaves_the_measurement() -> None:
+    import dataclasses
+
+    table, emb = synthetic_table(n=300, seed=2)
+    prompts = list(table.prompts)
+    prompts[1::2] = prompts[0::2]  # every text twice: a probe item's twin would be measured on
+    twins = dataclasses.replace(table, prompts=prompts)
+    _, _, holdout = hold_out(twins, emb, HoldoutConfig(share=0.3, probe=20), seed=0, max_steps=3)
+    assert holdout is not None
+    (pool,) = holdout.pools
+    assert pool.task.shape[0] < 90 - 20  # fewer than all the items less the probe
