@@ -7,9 +7,7 @@ records its call as an attempt that failed with error kind `lost`, and ends the 
 It is not called again: nobody waits for its answer, and the provider may have billed the
 first call. Its cost is unknown, so it counts 0 and the attempt's message says so. If the run's
 own record arrives after all (its process was slow, not dead), it replaces this one
-(`studio.services.run_record`). A run whose process died after its answer, before its record
-was sent, has its final rows held instead (`fast_path.fast_record`): the sweep writes those as
-they are, its cost known.
+(`studio.services.run_record`).
 """
 
 from __future__ import annotations
@@ -42,8 +40,6 @@ def fast_run_lost(*, run_id: int, payload: str) -> bool:
     written before (then nothing changes)."""
     if not run_record(payload=payload):
         return False
-    if Run.objects.filter(pk=run_id, finished_at__isnull=False).exists():
-        return True  # its final rows were held (`fast_path.fast_record`): written as they are
     running = Attempt.objects.filter(node__run_id=run_id, status=AttemptStatus.RUNNING).values_list("pk", flat=True)
     attempts_finish(results=[(pk, Envelope.failure(LOST, LOST_MESSAGE)) for pk in running])
     now = timezone.now()

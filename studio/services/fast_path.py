@@ -16,12 +16,10 @@ run.
   written a read of it waits for it. Where Redis cannot hold them, the full machinery takes
   the request: no provider call goes out without a record of it.
 - The whole run (task, run, node, attempt, events) goes to queue `orchestrator` as one message
-  (`run_record.payload_dump`); a worker writes it (`run_record`). Before the answer, the final
-  rows replace the held ones in Redis (one round trip); the message is sent after the answer,
-  from a thread of its own. Nothing is lost if this process dies after answering: either the
-  message is in the broker, acknowledged only once written, or the final rows are held, and
-  the recovery sweep writes them as they are. If Redis cannot take them, the message is sent
-  before the answer; if the broker cannot take it, the run is written here.
+  (`run_record.payload_dump`), sent from the call's thread before the answer goes out; a worker
+  writes it (`run_record`). Nothing is lost if this process dies after answering: the message
+  is in the broker, acknowledged only once written. If the broker cannot take it, it is
+  written here before the answer.
 - What a fast run cannot do goes to the full machinery: a request that is decomposable, has a
   deadline or best_of > 1, a first step that plans or sends several attempts, and a run that
   goes on after its call (a repair after a failure): that run is written here, its queued
@@ -86,9 +84,6 @@ class FastRun:
     @property
     def ended(self) -> bool:
         return self.state.status in RUN_ENDED
-
-
-RECORD_THREADS = 2  # send records after answers; apart from the calls' threads, never queued behind a call
 
 
 def enabled() -> bool:
@@ -362,35 +357,12 @@ def _payload(fast: FastRun, dispatch: list[int]) -> str:
 
 
 def fast_record(fast: FastRun) -> None:
-    """Record a run that has ended. Its final rows replace the held ones in Redis before the
-    answer goes out (one round trip), and the record goes to a worker after it, from another
-    fast-path thread: a web process that dies in between leaves final rows, which the recovery
-    sweep writes as they are (`fast_lost`). Where Redis cannot take them, the record is sent
-    before the answer, as `send_record` does."""
+    """Record a run that has ended: sent to a worker to write, before the answer goes out; written
+    here when the broker cannot take it (then a database that is away is a 503)."""
     payload = _payload(fast, [])
-    if fast_intents.hold(fast.run.pk, payload):
-        process_pool("fast-record", RECORD_THREADS).submit(_send_later, fast.run.pk, payload)
-    else:
-        send_record(fast.run.pk, payload)
-
-
-def send_record(run_id: int, payload: str) -> None:
-    """Send a run's record to a worker; write it here when the broker cannot take it (then a
-    database that is away raises)."""
     if not queues.send(queues.RECORD_RUN, payload):
-        log.warning("run %s: the broker took no record; writing it here", run_id)
+        log.warning("run %s: the broker took no record; writing it here", fast.run.pk)
         run_record(payload=payload)
-
-
-def _send_later(run_id: int, payload: str) -> None:
-    """`send_record` after the answer. A failure is logged: the final rows stay held, and the
-    recovery sweep writes them once their lease ends."""
-    try:
-        send_record(run_id, payload)
-    except Exception:
-        log.exception("run %s: its record could not be sent or written; the recovery sweep writes it", run_id)
-    finally:
-        connection_release()
 
 
 def fast_hand_over(fast: FastRun) -> None:

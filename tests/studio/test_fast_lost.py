@@ -99,21 +99,6 @@ def test_the_runs_own_record_after_all_replaces_the_lost_one() -> None:
     assert RunEvent.objects.filter(run=run, type="run.finished").count() == 1
 
 
-def test_a_run_whose_web_process_died_after_its_answer_is_written_as_it_ended() -> None:
-    fast = prepared(UserFactory())
-    assert fast_hold(fast)
-    run_id = fast.run.pk
-    assert fast_intents.hold(run_id, answered(fast))  # fast_record: the final rows, before the answer
-    assert fast_intents.pending(run_id)  # its record not sent: a read still waits
-    assert fast_runs_lost(time.time() + fast_intents.lease_s() + 1) == [run_id]
-    run = Run.objects.get(pk=run_id)
-    attempt = Attempt.objects.get(node__run=run)
-    assert (run.status, run.final_answer, run.cost_usd) == ("succeeded", "42", Decimal("0.00001500"))
-    assert (attempt.status, attempt.error_kind, attempt.cost_usd) == ("ok", "", Decimal("0.00001500"))
-    assert RunEvent.objects.filter(run=run, type="run.finished").count() == 1
-    assert not fast_intents.pending(run_id)
-
-
 def test_a_run_recorded_before_its_lease_ends_is_left_as_it_is() -> None:
     fast = prepared(UserFactory())
     assert fast_hold(fast)
