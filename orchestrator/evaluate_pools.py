@@ -173,11 +173,13 @@ def evaluate_split(
                  "fit": {key: value for key, value in getattr(method, "metrics", {}).items()
                          if key.startswith(("holdout/", "time/fit"))}}
             )  # fmt: skip
-    for row in rows:  # once every method of the split has run: who beats whom
-        by_k = [result for (k, _), result in results.items() if k == row["k"]]
-        row["dominated"] = dominated_counts(by_k, singles).get(row["method"])
-        if row["method"] == LEARNED:
-            row["presets"] = preset_checks(by_k, singles)
+    for k in {row["k"] for row in rows}:  # once every method of the split has run: who beats whom
+        at_k = [result for (kk, _), result in results.items() if kk == k]
+        beaten, presets = dominated_counts(at_k, singles), preset_checks(at_k, singles)
+        for row in (row for row in rows if row["k"] == k):
+            row["dominated"] = beaten.get(row["method"])
+            if row["method"] == LEARNED:
+                row["presets"] = presets
     return rows
 
 

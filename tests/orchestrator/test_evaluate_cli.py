@@ -147,3 +147,18 @@ def test_a_checkpoint_that_cannot_serve_is_a_usage_error(outcomes, tmp_path, cap
             evaluate.main(["--outcomes", str(outcomes), "--methods", "learned", "--checkpoint", str(path)])
         assert exit.value.code == 2
         assert words in capsys.readouterr().err
+
+
+def test_cli_reports_aiq_rb_the_zero_router_and_dominated_points(outcomes, tmp_path, capsys):
+    out = tmp_path / "r.json"
+    assert evaluate.main(["--outcomes", str(outcomes), "--methods", "random,cheapest,zero", "--json", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "AIQ-RB" in text and "zero (best @ hull step 1)" in text
+    assert "dominated points (by a single pair or the zero router, at no more cost): random" in text
+    report = json.loads(out.read_text())
+    zero = report["methods"]["zero"]
+    # train: cheap (.001, .5) and dear (.01, 1.0) are the hull; the zero router walks it
+    assert zero["knobs"] == [0.0, 0.25, 0.5, 0.75, 1.0] and zero["macro_acc"] == pytest.approx(1.0)
+    # AIQ-RB of cheapest alone: flat .5 from .001 to c_max .01, / .01 = .45
+    assert report["methods"]["cheapest"]["aiq_rb"] == pytest.approx(0.45)
+    assert set(report["dominated_points"]) == {"random", "cheapest"} and report["dominated_points"]["cheapest"] == 0

@@ -165,3 +165,23 @@ def test_the_cheap_end_compares_the_cheap_preset_with_the_cheapest_model_and_the
     held = cheap["macro"] >= cheap["cheapest_macro"] and cheap["cost"] <= cheap["probe_pair_cost"]
     assert line.endswith(f"held in {int(held)} of 1 splits")
     assert cheap_end(MethodResult(name="learned"), probe, singles) is None  # no cheap point: nothing to say
+
+
+def test_the_summary_sets_the_learned_policy_against_the_zero_router_per_split() -> None:
+    from orchestrator.evaluate_pools_report import summarize
+
+    def row(split: str, method: str, aiq_rb: float, **extra: object) -> dict:
+        return {"split": split, "seed": 0, "k": 50, "method": method, "aiq": aiq_rb + 0.05, "aiq_rb": aiq_rb, **extra}
+
+    held = {"best": {"held": True}, "balanced": {"held": True}, "cheap": {"held": False}}
+    rows = [
+        row("a/models-0", "learned", 0.70, dominated=0, presets=held),
+        row("a/models-0", "zero", 0.68),
+        row("a/source", "learned", 0.60, dominated=3, presets={**held, "best": {"held": False}}),
+        row("a/source", "zero", 0.61),
+    ]
+    printed = summarize(rows, ["learned", "zero"], [50])
+    assert "a/models-0: learned AIQ-RB 0.7000 vs zero 0.6800 (+0.0200); dominated points: 0" in printed
+    assert "a/source: learned AIQ-RB 0.6000 vs zero 0.6100 (-0.0100); dominated points: 3" in printed
+    assert "learned - zero (AIQ-RB): mean +0.0050; learned >= zero in 1 of 2 splits" in printed
+    assert "presets held (every seed): best in 1 of 2, balanced in 2 of 2, cheap in 0 of 2 splits" in printed
