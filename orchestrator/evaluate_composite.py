@@ -7,10 +7,11 @@
 
 Composites of 2 to 6 recorded items (one domain or several, one source or several, a
 quarter nested) are drawn per seed: the train ones from the tables' train items, the test
-ones from their test items, so no test part is seen in training (`composite.build`). Each
-method plans every test composite at each λ of its sweep; a plan's score (the mean of its
-parts' recorded scores) and cost (the parts' recorded costs, and the estimated planner calls)
-follow `composite.outcome`, whose two assumptions every report repeats. `learned` is the
+ones from their test items whose text no train item has, so no test part is seen in training
+(`composite.build`). Each method plans every test composite at each λ of its sweep; a plan's
+score (the mean of its parts' recorded scores) and cost (the parts' recorded costs, and the
+estimated planner calls) follow `composite.outcome`, whose two assumptions every report
+repeats. `learned` is the
 learned policy: trained on the train composites' items, its decompose head then fit on the
 train composites' decisions (`composite.learned`); it is fit once per seed, its head once per
 penalty.
