@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from orchestrator.baselines.common import calibration_table, masked_argmax, pair_cost, pair_macro_accuracy
-from orchestrator.routing.methods import Routes
+from orchestrator.routing.methods import NotApplicable, Routes
 from orchestrator.routing.metrics import nondecreasing_hull
 from orchestrator.routing.table import OutcomeTable
 
@@ -38,6 +38,8 @@ class ZeroRouter:
         table = calibration_table(train, probe)
         accuracy, self._cost = pair_macro_accuracy(table), pair_cost(table)
         known = [j for j in range(table.n_pairs) if np.isfinite(self._cost[j]) and np.isfinite(accuracy[j])]
+        if not known:
+            raise NotApplicable("no pair has a recorded score and cost to fit on")
         hull = nondecreasing_hull([(self._cost[j], accuracy[j]) for j in known], origin=False)
         # each vertex as its column: of pairs at one point, the first
         self._vertices = [next(j for j in known if (self._cost[j], accuracy[j]) == vertex) for vertex in hull]

@@ -146,7 +146,7 @@ def aiq_routerbench(points: Sequence[Point], c_max: float) -> float:
     AIQ_RB = 1/c_max * integral_0^{c_max} H(c) dc. The project's `aiq` instead starts the
     hull at (0, 0) and averages it over the single pairs' cost range; both are printed.
     """
-    hull = [(c, a) for c, a in nondecreasing_hull(points, origin=False) if c <= c_max]
+    hull = nondecreasing_hull([(c, a) for c, a in points if c <= c_max], origin=False)
     if not hull or c_max <= 0:
         return float("nan")
     knots = [c for c, _ in hull] + [c_max]

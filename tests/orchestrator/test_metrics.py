@@ -101,7 +101,10 @@ def test_aiq_by_routerbench_definition_by_hand():
     assert metrics.nondecreasing_hull(POINTS, origin=False) == [(1.0, 0.5), (3.0, 0.9)]
     # one point: the flat extension alone, (4 - 2) * .8 / 4
     assert metrics.aiq_routerbench([(2.0, 0.8)], 4.0) == pytest.approx(0.4)
-    # points dearer than c_max do not count
+    # points dearer than c_max do not count, not even to hide a point under their segment:
+    # (2,.55) is under (1,.5)-(5,.9) but a vertex without (5,.9): .5 on [1,2] is (.5+.55)/2 = .525,
+    # then .55 flat on [2,4] = 1.1; (.525 + 1.1) / 4 = .40625
+    assert metrics.aiq_routerbench([(1.0, 0.5), (2.0, 0.55), (5.0, 0.9)], 4.0) == pytest.approx(0.40625)
     assert metrics.aiq_routerbench([(5.0, 0.9)], 4.0) != metrics.aiq_routerbench([(5.0, 0.9)], 4.0)  # NaN
 
 
