@@ -24,7 +24,7 @@ from orchestrator.learning.model import PolicyNet
 ACC = STATIC_DIM  # index of the domain accuracy in a pair feature vector
 ITEM_ACC = STATIC_DIM + 1  # the per-item accuracy estimate
 GLOBAL_ACC = STATIC_DIM + 2  # index of the pair's accuracy over all calibration items
-CEILING_FROM = 1.0  # λ from which an item's spend is capped (`cost_ceiling`): the `cheap` preset's
+CEILING_FROM = 1.0  # λ from which an item's spend is capped (`preset_bound`): the `cheap` preset's
 FAMILY = slice(6, 6 + len(FAMILIES))  # the family one-hot in a pair feature vector
 
 
@@ -143,15 +143,15 @@ def step_logits(
     step: int,
     max_steps: int,
     task_h: torch.Tensor | None = None,
-    ceiling: torch.Tensor | None = None,
+    bound: Bound | None = None,
 ) -> torch.Tensor:
     """[B, P + 1] logits of the next action (call pair j, or P: finish) given the episode so far:
     one step of `rollout`, and what the live policy computes for a node (`policies.learned`).
-    With `ceiling` [B] (`cost_ceiling`), only pairs that keep the item's estimated spend under it."""
+    With `bound` (`preset_bound`), only the pairs within it: under its spend, up to its floor."""
     state, candidate, _ = observe(net, batch, lam, executed, last, step, max_steps)
     allowed = batch.available & ~executed & (step < max_steps)
-    if ceiling is not None:
-        allowed = within_ceiling(batch, executed, allowed, ceiling)
+    if bound is not None:
+        allowed = within_bound(batch, executed, allowed, bound)
     finish_allowed = executed.any(-1) | ~allowed.any(-1)
     encoded = task_h if task_h is not None else net.encode_task(batch.task)
     return net.action_logits(encoded, state, lam, batch.pairs, candidate, allowed, finish_allowed)
@@ -166,29 +166,56 @@ def estimated_worth(batch: EpisodeBatch, lam: float, factor: float = 1.0) -> tor
     return worth.masked_fill(~batch.available, -math.inf)
 
 
-def cost_ceiling(batch: EpisodeBatch, lam: float) -> torch.Tensor | None:
-    """[B] the most an item may spend at λ (in cost_est units), or None below `CEILING_FROM`.
+@dataclass(frozen=True)
+class Bound:
+    """A preset's bound on an item's episode (`preset_bound`): what it may spend, and how
+    accurate over all calibration items a pair it calls must be."""
 
-    It is the estimated cost, on the item's domain, of the pair the calibration shows best at
-    λ: the highest accuracy over all calibration items less λ times that cost, among the
-    item's available pairs. From λ = 1 (the `cheap` preset: a pair as dear as the pool's
-    dearest must buy a whole point of accuracy) the policy still picks per item, but only
-    among what that single pair would have cost, so the cheap end is never dearer than the
-    pair the probes point to (issue 24). Training never applies it: it shapes routing only.
+    cost: torch.Tensor  # [B] estimated cost / cost_ref: the item's whole spend stays under it
+    floor: torch.Tensor  # [B] calibration accuracy a called pair must reach
+
+
+CHEAPEST_TIE = 0.01  # pairs within 1% of the cheapest pair's estimated cost count as as cheap
+BEST_UPTO = 0.0  # λ up to which the episode is bound to the most accurate pair: the `best` preset's
+
+
+def preset_bound(batch: EpisodeBatch, lam: float) -> Bound | None:
+    """The bound a preset puts on each item's episode at λ, or None between the two ends.
+
+    Each end has an anchor pair per item, among its available pairs:
+    - from λ = `CEILING_FROM` (the `cheap` preset), the cheapest (of pairs within
+      `CHEAPEST_TIE` of that cost, the most accurate over all calibration items);
+    - up to λ = `BEST_UPTO` (the `best` preset), the most accurate over all calibration
+      items (of equals, the cheapest).
+
+    The policy still picks per item, but only pairs that keep the spend under the anchor's
+    estimated cost and are no less accurate over the calibration than it: so `cheap` is never
+    dearer than the cheapest pair, nor trades it for a pair a hair cheaper that answers worse,
+    and `best` is the pair the calibration shows most accurate (issue 47: both presets broke
+    their promise where the policy strayed from these pairs on an unseen pool). Training never
+    applies it: it shapes routing only.
     """
-    if lam < CEILING_FROM:
+    if BEST_UPTO < lam < CEILING_FROM:
         return None
-    utility = (batch.pairs[..., GLOBAL_ACC] - lam * batch.cost_est).masked_fill(~batch.available, -math.inf)
-    return batch.cost_est.gather(1, utility.argmax(-1, keepdim=True)).squeeze(1)
+    accuracy = batch.pairs[..., GLOBAL_ACC]
+    cost = batch.cost_est.masked_fill(~batch.available, math.inf)
+    if lam >= CEILING_FROM:
+        cheapest = cost.min(-1, keepdim=True).values
+        tied = batch.available & (cost <= cheapest * (1 + CHEAPEST_TIE))
+        anchor = accuracy.masked_fill(~tied, -math.inf).argmax(-1, keepdim=True)
+    else:
+        best = accuracy.masked_fill(~batch.available, -math.inf).amax(-1, keepdim=True)
+        anchor = cost.masked_fill(accuracy < best, math.inf).argmin(-1, keepdim=True)
+    return Bound(cost=batch.cost_est.gather(1, anchor).squeeze(1), floor=accuracy.gather(1, anchor).squeeze(1))
 
 
-def within_ceiling(
-    batch: EpisodeBatch, executed: torch.Tensor, allowed: torch.Tensor, ceiling: torch.Tensor
-) -> torch.Tensor:
-    """`allowed` [B, P] less the pairs whose estimated cost would take the item past `ceiling`
-    [B]; an item that has called nothing and fits nothing keeps its cheapest allowed pair."""
+def within_bound(batch: EpisodeBatch, executed: torch.Tensor, allowed: torch.Tensor, bound: Bound) -> torch.Tensor:
+    """`allowed` [B, P] less the pairs that would take the item's estimated spend past the
+    bound's cost, or that are less accurate over the calibration than its floor; an item that
+    has called nothing and fits nothing keeps its cheapest allowed pair."""
     spent = (batch.cost_est * executed.float()).sum(-1, keepdim=True)
-    under = allowed & (spent + batch.cost_est <= ceiling.unsqueeze(1) * (1 + 1e-6))
+    under = allowed & (spent + batch.cost_est <= bound.cost.unsqueeze(1) * (1 + 1e-6))
+    under &= batch.pairs[..., GLOBAL_ACC] >= bound.floor.unsqueeze(1) - 1e-6
     cheapest = batch.cost_est.masked_fill(~allowed, math.inf).min(-1, keepdim=True).values
     fallback = allowed & (batch.cost_est == cheapest)
     stuck = ~under.any(-1, keepdim=True) & ~executed.any(-1, keepdim=True)
@@ -217,14 +244,14 @@ def rollout(
     targets: torch.Tensor | None = None,
     generator: torch.Generator | None = None,
     reveal: Callable[[torch.Tensor], None] | None = None,
-    ceiling: torch.Tensor | None = None,
+    bound: Bound | None = None,
 ) -> Rollout:
     """Run episodes: mode "sample" (RL), "greedy" (routing) or "forced" (teacher forcing / re-scoring `forced`).
 
     With `targets` [B, steps, P + 1] bool, `logp` is the log-probability of the whole target
     set at each step (the marginal likelihood of "any of these"), while `forced` still
     decides which action is taken. `reveal(chosen [B])` is called after each step with the pair each item executed
-    (-1 for none), so a caller can fill in the responses that execution returns. `ceiling`: see `step_logits`.
+    (-1 for none), so a caller can fill in the responses that execution returns. `bound`: see `step_logits`.
     """
     b, p = batch.available.shape
     executed = torch.zeros(b, p, dtype=torch.bool)
@@ -234,7 +261,7 @@ def rollout(
     actions, logps, entropies = [], [], []
     order: list[list[int]] = [[] for _ in range(b)]
     for step in range(max_steps + 1):
-        logits = step_logits(net, batch, lam, executed, last, step, max_steps, task_h, ceiling)
+        logits = step_logits(net, batch, lam, executed, last, step, max_steps, task_h, bound)
         logprobs = torch.log_softmax(logits, dim=-1)  # [B, P+1]
         if mode == "forced":
             assert forced is not None

@@ -26,7 +26,7 @@ from orchestrator.learning.cascade import fit_gates, plan_cascade, run_cascade
 from orchestrator.learning.dataset import Embedder, PoolContext, default_embedder, encode, make_context
 from orchestrator.learning.decompose import DecomposeConfig
 from orchestrator.learning.ensemble import PolicyEnsemble, UnseenConfig, shares
-from orchestrator.learning.episode import EpisodeBatch, cost_ceiling, rollout
+from orchestrator.learning.episode import EpisodeBatch, preset_bound, rollout
 from orchestrator.learning.features import answer_key, response_surface
 from orchestrator.learning.holdout import Best, Holdout, HoldoutConfig, hold_out
 from orchestrator.learning.model import PolicyConfig, PolicyNet
@@ -143,6 +143,14 @@ class LearnedMethod:
         self.net = net
         self._train, self._gates = (fitted, batch), {}
         self.context = context if probe is None else make_context(probe, self._embed(probe), self._prices())
+        self.knobs = self._knobs(unseen=probe is not None)
+
+    def _knobs(self, *, unseen: bool) -> tuple[float, ...]:
+        """The λ values of the frontier, and the agreement cascade's where its gate applies: not
+        on an unseen pool, whose pairs the gate (fit on the train items' pairs) never saw (issue 47:
+        there the cascade's points were the ones a single pair beat)."""
+        cascade = () if unseen else tuple(CASCADE_OFFSET + k for k in self.config.cascade_knobs)
+        return self.config.knobs + cascade
 
     def _train_on(
         self,
@@ -195,6 +203,7 @@ class LearnedMethod:
         own = context.calibration.embeddings.shape[0] == train.n_items
         self._train, self._gates = (train, encode(train, emb, context, with_outcomes=True, exclude_self=own)), {}
         self.context = context if probe is None else make_context(probe, self._embed(probe), self._prices())
+        self.knobs = self._knobs(unseen=probe is not None)
 
     def episodes(self, items: OutcomeTable | None = None) -> tuple[OutcomeTable, EpisodeBatch]:
         """(items, their episode tensors) as the fitted policy sees them: `items` at route time,
@@ -421,7 +430,7 @@ def route_batch(net: PolicyNet, batch: EpisodeBatch, test: OutcomeTable, lam: fl
     with torch.no_grad():
         out = rollout(
             net, batch, torch.full((test.n_items,), lam), max_steps=max_steps, mode="greedy", reveal=reveal,
-            ceiling=cost_ceiling(batch, lam),
+            bound=preset_bound(batch, lam),
         )  # fmt: skip
     executed = [tuple(calls) for calls in out.order]
     return Routes(executed=executed, final=[int(j) for j in out.final.tolist()])

@@ -29,7 +29,8 @@ A pool the checkpoint never saw can bring its own calibration: its probe outcome
 (`calibration`, see `policies.learned_calibration`). The run is then calibrated on them, as
 the unseen-pool evaluation calibrates on its probe (`LearnedMethod.calibrate`): the probe's
 pairs are the columns, and only the pool's pairs the probe does not cover get the mean. The
-network, its cascade gates and its episode length stay the checkpoint's.
+network and its episode length stay the checkpoint's; its cascade gates, fit on the
+checkpoint's pairs, are off.
 
 Config: `checkpoint` (else $ORCHESTRA_POLICY_CHECKPOINT), `preset` (cheap / balanced /
 best) or `cost_preference` (λ), `retries`, `reward_model` (an OrchRM checkpoint, for
@@ -59,10 +60,11 @@ from orchestrator.learning.cascade import gates_from_payload
 from orchestrator.learning.context_io import context_from_payload
 from orchestrator.learning.dataset import PoolContext
 from orchestrator.learning.episode import (
+    BEST_UPTO,
     CEILING_FROM,
     EpisodeBatch,
-    cost_ceiling,
     estimated_worth,
+    preset_bound,
     reliability,
     step_logits,
 )
@@ -321,11 +323,11 @@ class LearnedPolicy(DefaultPolicy):
         max_steps = self.loaded.max_steps
         if candidates and episode.steps < max_steps and not chosen:
             lam = torch.tensor([self.lam(observation)], dtype=torch.float32)
-            ceiling = cost_ceiling(episode.batch, self.lam(observation))
+            bound = preset_bound(episode.batch, self.lam(observation))
             with torch.no_grad():
                 logits = step_logits(
                     self.net, episode.batch, lam, episode.executed, episode.last, episode.steps, max_steps,
-                    ceiling=ceiling,
+                    bound=bound,
                 )  # fmt: skip
             choice = int(logits[0].argmax())
             ref = episode.refs[choice] if choice < len(episode.refs) else None
@@ -339,8 +341,10 @@ class LearnedPolicy(DefaultPolicy):
 
     def cascade_gate(self, observation: Observation) -> Gate | None:
         cascade = self.learned.cascade
-        if self.lam(observation) >= CEILING_FROM:
-            return None  # the cheap end spends no more than one pair's cost: nothing to escalate to
+        if not BEST_UPTO < self.lam(observation) < CEILING_FROM:
+            return None  # a preset's bound holds the episode to its anchor pair: nothing to escalate to
+        if self.learned.calibration is not None:
+            return None  # the gates were fit on the checkpoint's pairs, not this pool's (`LearnedMethod._knobs`)
         if cascade is True:
             lam = self.lam(observation)
             return self.loaded.gates[min(self.loaded.gates, key=lambda fit_at: abs(fit_at - lam))]
@@ -365,11 +369,11 @@ class LearnedPolicy(DefaultPolicy):
         episode = episode or self.episode(node, observation, candidates)
         lam = torch.tensor([self.lam(observation)], dtype=torch.float32)
         steps = min(episode.steps, self.loaded.max_steps - 1)  # a node may try more pairs than an episode
-        ceiling = cost_ceiling(episode.batch, self.lam(observation))
+        bound = preset_bound(episode.batch, self.lam(observation))
         with torch.no_grad():
             logits = step_logits(
                 self.net, episode.batch, lam, episode.executed, episode.last, steps, self.loaded.max_steps,
-                ceiling=ceiling,
+                bound=bound,
             )  # fmt: skip
         return logits[0, [episode.column(pair.ref) for pair in candidates]]
 
