@@ -116,6 +116,7 @@ def encode(
         cost_est=torch.from_numpy((dom_cost / calib.cost_ref).astype(np.float32)),
         answers=torch.full((n, p), -1, dtype=torch.long) - torch.arange(p).expand(n, p),
         surface=torch.zeros(n, p, 4),
+        calibration_items=int(calib.embeddings.shape[0]),
     )
     if with_outcomes:
         batch.answers = torch.from_numpy(answer_ids(table.responses))

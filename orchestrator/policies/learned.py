@@ -63,6 +63,7 @@ from orchestrator.learning.episode import (
     BEST_UPTO,
     CEILING_FROM,
     EpisodeBatch,
+    binds_best,
     estimated_worth,
     preset_bound,
     reliability,
@@ -341,16 +342,20 @@ class LearnedPolicy(DefaultPolicy):
 
     def cascade_gate(self, observation: Observation) -> Gate | None:
         cascade = self.learned.cascade
-        if not BEST_UPTO < self.lam(observation) < CEILING_FROM:
+        lam = self.lam(observation)
+        if lam >= CEILING_FROM or (lam <= BEST_UPTO and self._binds_best()):
             return None  # a preset's bound holds the episode to its anchor pair: nothing to escalate to
         if self.learned.calibration is not None:
             return None  # the gates were fit on the checkpoint's pairs, not this pool's (`LearnedMethod._knobs`)
         if cascade is True:
-            lam = self.lam(observation)
             return self.loaded.gates[min(self.loaded.gates, key=lambda fit_at: abs(fit_at - lam))]
         return cascade if isinstance(cascade, Mapping) else None
 
     # --- scoring ---
+
+    def _binds_best(self) -> bool:
+        """Whether `best` is bound to the calibration's most accurate pair (`learning.episode.binds_best`)."""
+        return binds_best(self.loaded.context.calibration.embeddings.shape[0])
 
     def lam(self, observation: Observation) -> float:
         pref = observation.cost_preference
@@ -480,6 +485,7 @@ class LearnedPolicy(DefaultPolicy):
             cost_est=torch.from_numpy(cost.astype(np.float32)),
             answers=answers,
             surface=surface,
+            calibration_items=int(self.loaded.context.calibration.embeddings.shape[0]),
         )
         executed = torch.tensor([[ref is not None and ref in called for ref in refs]])
         twin_columns = {pair.ref: refs.index(known[key].ref) for key, pair in twins if known[key].ref in refs}

@@ -19,6 +19,7 @@ from orchestrator.policies import make_policy
 from orchestrator.policies.learned import LearnedPolicy
 from orchestrator.policies.learned_calibration import calibration_context
 from orchestrator.protocol import Budget, NodeView, Observation
+from orchestrator.routing.methods import CASCADE_OFFSET
 from orchestrator.routing.table import OutcomeTable, probe_split
 from tests.orchestrator.synthetic_outcomes import lookup_embedder, outcome_records, synthetic_table, unseen_table
 
@@ -72,6 +73,7 @@ def test_a_calibrated_policy_routes_as_the_evaluation_with_that_probe(setup: dic
     test = setup["test"]
     method = LearnedMethod(checkpoint=setup["path"], engine="core", embedder=setup["embed"])
     method.fit(setup["train"], seed=0, probe=setup["probe"])
+    assert max(method.knobs) < CASCADE_OFFSET  # the cascade's gates were fit on other pairs: off here
     calibration = calibration_records(setup["probe"])
     differ, lengths = 0, set()
     for lam in LAMS:
@@ -84,6 +86,14 @@ def test_a_calibrated_policy_routes_as_the_evaluation_with_that_probe(setup: dic
         lengths |= {len(calls) for calls in offline.executed}
     assert len(lengths) >= 2  # second opinions, not only first answers
     assert differ > 0
+    node = NodeView(key="root", kind="root", text=test.prompts[0], status="ready", depth=0)
+    observation = Observation(
+        task_text=node.text, decomposable=False, nodes=(node,), budget_left=Budget(), pairs=table_pairs(test),
+        domain=test.domains[0], cost_preference=0.05,
+    )  # fmt: skip
+    gate = {test.benchmarks[0]: (1, 0)}
+    assert _policy(setup, cascade=gate).cascade_gate(observation) == gate
+    assert _policy(setup, cascade=gate, calibration=calibration).cascade_gate(observation) is None
 
 
 def test_the_calibration_gives_the_probes_features_and_without_it_the_pools_mean(setup: dict[str, Any]) -> None:

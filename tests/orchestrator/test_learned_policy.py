@@ -14,7 +14,7 @@ import torch
 from orchestrator.learning import episode
 from orchestrator.learning.context_io import context_from_payload, context_payload
 from orchestrator.learning.dataset import encode, make_context
-from orchestrator.learning.episode import CEILING_FROM, cost_ceiling
+from orchestrator.learning.episode import BEST_FROM_ITEMS, BEST_UPTO, CEILING_FROM, binds_best, preset_bound
 from orchestrator.learning.features import domain_indices
 from orchestrator.learning.method import LearnedConfig, route_batch
 from orchestrator.learning.model import PolicyConfig, PolicyNet, load_checkpoint, save_checkpoint
@@ -199,8 +199,8 @@ def test_a_live_episode_is_the_evaluations_episode(tmp_path: Path) -> None:
     pairs = tuple(Pair(PairRef(j + 1, prim), f"replay/{model}") for j, (model, prim) in enumerate(table.pairs))
     policy = make_policy("learned", {"checkpoint": str(path), "embedder": lookup_embedder(table, emb)})
     lengths: dict[float, set[int]] = {}
-    for lam in (0.0, 0.05, 1.0):
-        ceiling = cost_ceiling(batch, lam)
+    for lam in (0.0, 0.05, 0.2, 1.0):
+        bound = preset_bound(batch, lam)
         routes = route_batch(net, batch, table, lam, max_steps=3)
         for i in range(table.n_items):
             attempts: list[AttemptView] = []
@@ -222,43 +222,58 @@ def test_a_live_episode_is_the_evaluations_episode(tmp_path: Path) -> None:
             accepted = next(a for a in attempts if a.number == action.attempt)
             assert accepted.pair.endpoint_id - 1 == routes.final[i], (lam, i)
             lengths.setdefault(lam, set()).add(len(called))
-            if ceiling is not None:  # the cheap end: never past the calibration's best pair at λ
-                assert float(batch.cost_est[i, called].sum()) <= float(ceiling[i]) * (1 + 1e-6), (lam, i)
-    assert lengths[0.0] | lengths[0.05] == {2, 3}  # second and third opinions, not only first answers
-    assert lengths[1.0] == {1}  # the ceiling leaves no room for a second call in this pool
+            if bound is not None:  # a preset: never past its anchor pair's cost
+                assert float(batch.cost_est[i, called].sum()) <= float(bound.cost[i]) * (1 + 1e-6), (lam, i)
+    # second and third opinions, not only first answers (a 160-item calibration leaves `best` unbound)
+    assert lengths[0.0] | lengths[0.05] == {2, 3}
+    assert lengths[1.0] == {1}  # the cheap end's bound holds an item to its anchor pair
 
 
-def test_the_cost_ceiling_caps_an_items_spend_from_the_cheap_preset_on(monkeypatch: pytest.MonkeyPatch) -> None:
-    """From λ = 1 (the `cheap` preset), an item's episode spends no more than the pair the
-    calibration shows best at λ would (its accuracy over all calibration items less λ times
-    its cost); below, nothing is capped. Without the ceiling the same network spends more."""
-    train_table, train_emb = synthetic_table(n=160, seed=0)
+def test_the_presets_bind_an_item_to_the_cheapest_and_to_the_most_accurate_pair(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """From λ = 1 (the `cheap` preset) an item's episode calls only its cheapest pair, or one as
+    cheap (within 1%) and as accurate over the calibration; at λ = 0 (`best`) only the most
+    accurate pair over the calibration, where it has `BEST_FROM_ITEMS` items. Between them nothing
+    is bound, and without the bound the same network strays from those pairs (issue 47)."""
+    train_table, train_emb = synthetic_table(n=BEST_FROM_ITEMS, seed=0)
     context = make_context(train_table, train_emb)
     torch.manual_seed(0)
     net = PolicyNet(PolicyConfig(hidden=32)).eval()
     table, emb = synthetic_table(n=40, seed=1)
-    assert COST_PRESETS["cheap"] >= CEILING_FROM > COST_PRESETS["balanced"]
-    assert cost_ceiling(encode(table, emb, context, with_outcomes=False), COST_PRESETS["balanced"]) is None
+    assert COST_PRESETS["cheap"] >= CEILING_FROM > COST_PRESETS["balanced"] > BEST_UPTO >= COST_PRESETS["best"]
+    batch = encode(table, emb, context, with_outcomes=False)
+    assert preset_bound(batch, COST_PRESETS["balanced"]) is None
+    small = replace(batch, calibration_items=BEST_FROM_ITEMS - 1)  # a probe's guess: `best` is not bound
+    assert preset_bound(small, COST_PRESETS["best"]) is None and preset_bound(small, COST_PRESETS["cheap"]) is not None
+    assert binds_best(BEST_FROM_ITEMS) and not binds_best(BEST_FROM_ITEMS - 1)
+    calib = context.calibration
+    cost = calib.domain_cost[domain_indices(table.domains)]  # every synthetic item is recorded for every pair
+    accuracy = np.broadcast_to(calib.global_acc, cost.shape)
+    cheapest = np.array(
+        [
+            max(np.flatnonzero(row <= row.min() * 1.01), key=lambda j: acc[j])
+            for row, acc in zip(cost, accuracy, strict=True)
+        ]
+    )
+    anchors = {1.0: cheapest, 5.0: cheapest, 0.0: accuracy.argmax(axis=1)}
+    assert len(set(anchors[0.0].tolist()) | set(cheapest.tolist())) > 1  # two ends, two different pairs
 
-    def spent(lam: float) -> tuple[np.ndarray, np.ndarray]:
+    def called(lam: float) -> list[tuple[int, ...]]:
         batch = encode(table, emb, context, with_outcomes=False)
-        routes = route_batch(net, batch, table, lam, max_steps=3)
-        cost = batch.cost_est.numpy()
-        return np.array([cost[i, list(calls)].sum() for i, calls in enumerate(routes.executed)]), cost
+        return route_batch(net, batch, table, lam, max_steps=3).executed
 
-    for lam in (1.0, 5.0):
-        ceiling = cost_ceiling(encode(table, emb, context, with_outcomes=False), lam)
-        assert ceiling is not None
-        calib = context.calibration
-        utility = calib.global_acc - lam * calib.domain_cost[domain_indices(table.domains)] / calib.cost_ref
-        best = utility.argmax(axis=1)  # every synthetic item is recorded for every pair
-        with_ceiling, cost = spent(lam)
-        np.testing.assert_allclose(ceiling.numpy(), cost[np.arange(table.n_items), best], rtol=1e-6)
-        assert (with_ceiling <= ceiling.numpy() * (1 + 1e-6)).all()
+    for lam, anchor in anchors.items():
+        bound = preset_bound(encode(table, emb, context, with_outcomes=False), lam)
+        assert bound is not None
+        np.testing.assert_allclose(
+            bound.cost.numpy(), cost[np.arange(table.n_items), anchor] / calib.cost_ref, rtol=1e-5
+        )
+        assert [calls for calls in called(lam)] == [(int(j),) for j in anchor], lam
         monkeypatch.setattr(episode, "CEILING_FROM", float("inf"))
-        without, _ = spent(lam)
+        monkeypatch.setattr(episode, "BEST_UPTO", -1.0)
+        assert called(lam) != [(int(j),) for j in anchor], lam
         monkeypatch.undo()
-        assert (without > ceiling.numpy() * (1 + 1e-6)).any()
 
 
 def test_needs_a_checkpoint(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -271,7 +286,8 @@ def test_needs_a_checkpoint(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_a_checkpoint_carries_its_cascade_gates_and_a_run_uses_the_nearest(checkpoint: Checkpoint) -> None:
     """`train` fits the agreement cascade's gate at each preset's λ, as the evaluation fits it;
-    `{"cascade": true}` reviews with the one fit nearest to the run's λ."""
+    `{"cascade": true}` reviews with the one fit nearest to the run's λ, except where a preset's
+    bound holds the item to one pair (from λ = 1; λ = 0 is bound only on a larger calibration)."""
     path, _ = checkpoint
     policy = _policy(checkpoint, cascade=True)
     assert sorted(policy.loaded.gates) == sorted(COST_PRESETS.values())
@@ -280,6 +296,8 @@ def test_a_checkpoint_carries_its_cascade_gates_and_a_run_uses_the_nearest(check
     for lam, fit_at in ((0.0, 0.0), (0.04, 0.05), (0.3, 0.05), (0.8, 1.0)):
         gate = policy.cascade_gate(_observe(_root("question 1"), text="question 1", cost_preference=lam))
         assert gate == policy.loaded.gates[fit_at]
+    for lam in (1.0, 2.0):
+        assert policy.cascade_gate(_observe(_root("question 1"), text="question 1", cost_preference=lam)) is None
     assert _policy(checkpoint).cascade_gate(_observe(_root("q"), text="q")) is None
 
 
