@@ -106,6 +106,7 @@ class LearnedMethod:
         self._embedded: dict[int, np.ndarray] = {}
         self._train: tuple[OutcomeTable, EpisodeBatch] | None = None  # for the cascade's gate
         self._gates: dict[float, dict[str, tuple[int, int]]] = {}
+        self._unseen = False  # calibrated on a probe of a pool the network never saw: no cascade
 
     def _embed(self, table: OutcomeTable) -> np.ndarray:
         key = hash(tuple(table.prompts))
@@ -149,6 +150,7 @@ class LearnedMethod:
         """The λ values of the frontier, and the agreement cascade's where its gate applies: not
         on an unseen pool, whose pairs the gate (fit on the train items' pairs) never saw (issue 47:
         there the cascade's points were the ones a single pair beat)."""
+        self._unseen = unseen
         cascade = () if unseen else tuple(CASCADE_OFFSET + k for k in self.config.cascade_knobs)
         return self.config.knobs + cascade
 
@@ -224,7 +226,8 @@ class LearnedMethod:
         cascade = None
         if lam >= CASCADE_OFFSET:
             lam -= CASCADE_OFFSET
-            cascade = self._gate(lam)
+            # on an unseen pool the cascade is off (`_knobs`): its knob is the plain λ, as a live run
+            cascade = None if self._unseen else self._gate(lam)
         if self.engine == "vectorized":
             batch = encode(test, self._embed(test), self.context, with_outcomes=False)
             if cascade is not None:

@@ -74,6 +74,8 @@ def test_a_calibrated_policy_routes_as_the_evaluation_with_that_probe(setup: dic
     method = LearnedMethod(checkpoint=setup["path"], engine="core", embedder=setup["embed"])
     method.fit(setup["train"], seed=0, probe=setup["probe"])
     assert max(method.knobs) < CASCADE_OFFSET  # the cascade's gates were fit on other pairs: off here
+    plain, cascade_knob = method.route(test, knob=0.05), method.route(test, knob=CASCADE_OFFSET + 0.05)
+    assert cascade_knob.executed == plain.executed and cascade_knob.final == plain.final
     calibration = calibration_records(setup["probe"])
     differ, lengths = 0, set()
     for lam in LAMS:
