@@ -97,7 +97,6 @@ class LearnedMethod:
         self.engine = engine  # core: each item a run of the orchestration core; vectorized: batched episodes
         self.config = LearnedConfig.from_mapping(config)
         self.checkpoint = checkpoint  # fit loads it (network and calibration) instead of training
-        self.knobs = self.config.knobs + tuple(CASCADE_OFFSET + k for k in self.config.cascade_knobs)
         self.embedder = embedder or default_embedder
         self.extra_records = extra_trajectories or []
         self.net: PolicyNet | None = None
@@ -144,14 +143,14 @@ class LearnedMethod:
         self.net = net
         self._train, self._gates = (fitted, batch), {}
         self.context = context if probe is None else make_context(probe, self._embed(probe), self._prices())
-        self.knobs = self._knobs(unseen=probe is not None)
+        self._unseen = probe is not None
 
-    def _knobs(self, *, unseen: bool) -> tuple[float, ...]:
+    @property
+    def knobs(self) -> tuple[float, ...]:
         """The λ values of the frontier, and the agreement cascade's where its gate applies: not
         on an unseen pool, whose pairs the gate (fit on the train items' pairs) never saw (issue 47:
-        there the cascade's points were the ones a single pair beat)."""
-        self._unseen = unseen
-        cascade = () if unseen else tuple(CASCADE_OFFSET + k for k in self.config.cascade_knobs)
+        there a single pair or the zero router beat cascade points in 4 of 6 protocol splits)."""
+        cascade = () if self._unseen else tuple(CASCADE_OFFSET + k for k in self.config.cascade_knobs)
         return self.config.knobs + cascade
 
     def _train_on(
@@ -205,7 +204,7 @@ class LearnedMethod:
         own = context.calibration.embeddings.shape[0] == train.n_items
         self._train, self._gates = (train, encode(train, emb, context, with_outcomes=True, exclude_self=own)), {}
         self.context = context if probe is None else make_context(probe, self._embed(probe), self._prices())
-        self.knobs = self._knobs(unseen=probe is not None)
+        self._unseen = probe is not None
 
     def episodes(self, items: OutcomeTable | None = None) -> tuple[OutcomeTable, EpisodeBatch]:
         """(items, their episode tensors) as the fitted policy sees them: `items` at route time,
@@ -226,7 +225,7 @@ class LearnedMethod:
         cascade = None
         if lam >= CASCADE_OFFSET:
             lam -= CASCADE_OFFSET
-            # on an unseen pool the cascade is off (`_knobs`): its knob is the plain λ, as a live run
+            # on an unseen pool the cascade is off (`knobs`): its knob is the plain λ, as in a live run
             cascade = None if self._unseen else self._gate(lam)
         if self.engine == "vectorized":
             batch = encode(test, self._embed(test), self.context, with_outcomes=False)

@@ -346,7 +346,7 @@ class LearnedPolicy(DefaultPolicy):
         if lam >= CEILING_FROM or (lam <= BEST_UPTO and self._binds_best()):
             return None  # a preset's bound holds the episode to its anchor pair: nothing to escalate to
         if self.learned.calibration is not None:
-            return None  # the gates were fit on the checkpoint's pairs, not this pool's (`LearnedMethod._knobs`)
+            return None  # the gates were fit on the checkpoint's pairs, not this pool's (`LearnedMethod.knobs`)
         if cascade is True:
             return self.loaded.gates[min(self.loaded.gates, key=lambda fit_at: abs(fit_at - lam))]
         return cascade if isinstance(cascade, Mapping) else None

@@ -60,7 +60,11 @@ class Method(Protocol):
     """A router: fit on recorded outcomes, then route unseen items."""
 
     name: str
-    knobs: tuple[float, ...]  # values swept for the frontier (λ, threshold...); () = a single point (knob None)
+
+    @property
+    def knobs(self) -> tuple[float, ...]:
+        """Values swept for the frontier (λ, threshold...), read after `fit`; () = a single point (knob None)."""
+        ...
 
     def fit(self, train: OutcomeTable, *, seed: int, probe: OutcomeTable | None = None) -> None: ...
 
