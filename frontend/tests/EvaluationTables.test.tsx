@@ -1,9 +1,10 @@
 // The metrics table: RouterBench's AIQ beside the AIQ, the zero router marked as the baseline
-// it is, and the dominated-point counts under the table only when the report has them.
+// it is, and the dominated-point counts and the learned policy's preset checks under the table
+// only when the report has them.
 import { render, screen, within } from "@testing-library/react";
 import { expect, it } from "vitest";
 
-import type { EvaluationReport } from "../src/lib/pareto";
+import type { EvaluationReport, PresetCheck } from "../src/lib/pareto";
 import { MetricsTable } from "../src/pages/evaluation/Tables";
 
 const REPORT: EvaluationReport = {
@@ -74,4 +75,55 @@ it("counts against single pairs alone where the zero router did not run", () => 
   const methods = { ...REPORT.methods, zero: { not_applicable: "no probe split" } };
   render(<MetricsTable report={{ ...REPORT, methods }} />);
   expect(screen.getByTestId("dominated-points").textContent).toMatch(/^Dominated points \(a single pair does better/);
+});
+
+const PRESETS: Record<string, PresetCheck> = {
+  cheap: { lambda: 1.0, macro: 0.5414, cost: 8.117e-5, against: "the cheapest pair: 0.5414 at $8.117e-05", held: true },
+  balanced: {
+    lambda: 0.05,
+    macro: 0.8186,
+    cost: 0.001664,
+    against: "single pairs and the zero router: not dominated",
+    held: false,
+  },
+  best: {
+    lambda: 0.0,
+    macro: 0.8342,
+    cost: 0.004993,
+    against: "the most accurate pair: 0.8342 at $4.993e-03",
+    held: true,
+  },
+};
+
+it("checks the learned policy's presets under the dominated points, in the CLI's words and order", () => {
+  render(<MetricsTable report={{ ...REPORT, presets: PRESETS }} />);
+  const list = screen.getByRole("list", { name: "Presets of the learned policy" });
+  const lines = within(list)
+    .getAllByRole("listitem")
+    .map((li) => li.textContent);
+  expect(lines).toEqual([
+    "preset best (λ=0): 0.8342 at $4.993e-03; against the most accurate pair: 0.8342 at $4.993e-03: held",
+    "preset balanced (λ=0.05): 0.8186 at $1.664e-03; against single pairs and the zero router: not dominated: NOT HELD",
+    "preset cheap (λ=1): 0.5414 at $8.117e-05; against the cheapest pair: 0.5414 at $8.117e-05: held",
+  ]);
+  // After the dominated-point counts.
+  const dominated = screen.getByTestId("dominated-points");
+  expect(dominated.compareDocumentPosition(list) & Node.DOCUMENT_POSITION_FOLLOWING).toBeTruthy();
+});
+
+it("marks a preset NOT HELD as a failure, in words as well as colour", () => {
+  render(<MetricsTable report={{ ...REPORT, presets: PRESETS }} />);
+  const notHeld = screen.getByText("NOT HELD");
+  expect(notHeld.className).toBe("status failed");
+  expect(notHeld.closest("li")!.dataset.preset).toBe("balanced");
+  expect(screen.getAllByRole("listitem").filter((li) => li.querySelector(".status"))).toHaveLength(1);
+});
+
+it("says nothing of presets when the report has none", () => {
+  for (const presets of [undefined, {}]) {
+    const { unmount } = render(<MetricsTable report={{ ...REPORT, presets }} />);
+    expect(screen.queryByTestId("preset-checks")).toBeNull();
+    expect(screen.queryByText(/^preset /)).toBeNull();
+    unmount();
+  }
 });

@@ -10,9 +10,15 @@ import {
   orderedMethods,
   paretoSeries,
   perDomain,
+  presetChecks,
+  presetLine,
+  presetVerdict,
+  pyG,
   singlePairPoints,
+  usdCli,
   usdPerQuery,
   type EvaluationReport,
+  type PresetCheck,
 } from "../src/lib/pareto";
 
 // Shaped like `python -m orchestrator.evaluate --json` (docs/evaluation.md), trimmed.
@@ -175,5 +181,60 @@ describe("formatKnob", () => {
     expect(formatKnob("learned", 100.05)).toBe("λ = 0.05 + cascade");
     expect(formatKnob("cascade", 0.7)).toBe("τ = 0.7");
     expect(formatKnob("cluster", 0.1)).toBe("λ = 0.1");
+  });
+});
+
+// The report's `presets` (orchestrator/evaluate_frontier.py, `preset_checks`), as Postgres may return them: out of order.
+const PRESETS: Record<string, PresetCheck> = {
+  cheap: { lambda: 1.0, macro: 0.5414, cost: 8.117e-5, against: "the cheapest pair: 0.5414 at $8.117e-05", held: true },
+  best: {
+    lambda: 0.0,
+    macro: 0.8342,
+    cost: 0.004993,
+    against: "the most accurate pair: 0.8342 at $4.993e-03",
+    held: true,
+  },
+  balanced: {
+    lambda: 0.05,
+    macro: 0.8186,
+    cost: 0.001664,
+    against: "single pairs and the zero router: not dominated",
+    held: false,
+  },
+};
+
+describe("presets", () => {
+  it("come best, balanced, cheap, any others after by name", () => {
+    const extra = { ...PRESETS.cheap, lambda: 0.5 };
+    const names = presetChecks({ presets: { zz: extra, ...PRESETS, aa: extra } }).map(([name]) => name);
+    expect(names).toEqual(["best", "balanced", "cheap", "aa", "zz"]);
+  });
+
+  it("are none in an older report, or where the learned policy did not run", () => {
+    expect(presetChecks(report)).toEqual([]);
+    expect(presetChecks({ presets: {} })).toEqual([]);
+  });
+
+  it("read as the CLI prints them", () => {
+    const lines = presetChecks({ presets: PRESETS }).map(([name, c]) => `${presetLine(name, c)}: ${presetVerdict(c)}`);
+    expect(lines).toEqual([
+      "preset best (λ=0): 0.8342 at $4.993e-03; against the most accurate pair: 0.8342 at $4.993e-03: held",
+      "preset balanced (λ=0.05): 0.8186 at $1.664e-03; against single pairs and the zero router: not dominated: NOT HELD",
+      "preset cheap (λ=1): 0.5414 at $8.117e-05; against the cheapest pair: 0.5414 at $8.117e-05: held",
+    ]);
+  });
+
+  it("format λ and cost as Python's {:g} and {:.3e} do", () => {
+    expect([0, 0.05, 1, 0.1 + 0.2, 1e-5, 1234567, -2.5].map(pyG)).toEqual([
+      "0",
+      "0.05",
+      "1",
+      "0.3",
+      "1e-05",
+      "1.23457e+06",
+      "-2.5",
+    ]);
+    expect([0.004993, 8.117e-5, 0, 12.5].map(usdCli)).toEqual(["$4.993e-03", "$8.117e-05", "$0.000e+00", "$1.250e+01"]);
+    expect(usdCli(null)).toBe("–");
   });
 });

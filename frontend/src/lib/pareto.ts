@@ -32,6 +32,18 @@ export interface EvaluationReport {
   // Per method (never the oracle or the zero router): its points that a single pair, or the
   // zero router's hull, beats at no more cost. Absent in reports from before it.
   dominated_points?: Record<string, number>;
+  // The learned policy's cost presets, each against its promise (orchestrator/evaluate_frontier.py,
+  // `preset_checks`). Absent in reports from before it; {} where the learned policy did not run.
+  presets?: Record<string, PresetCheck>;
+}
+
+/** One preset of the learned policy: its point at the preset's λ, what it was held against, and whether it held. */
+export interface PresetCheck {
+  lambda: number;
+  macro: number;
+  cost: number;
+  against: string;
+  held: boolean;
 }
 
 export interface ParetoPoint {
@@ -78,6 +90,46 @@ export function orderedMethods(report: EvaluationReport): [string, MethodReport]
 export function dominatedPoints(report: EvaluationReport): [string, number][] {
   return Object.entries(report.dominated_points ?? {}).sort(byRank);
 }
+
+// The presets' order (orchestrator.policies.COST_PRESETS): the dearest first.
+export const PRESET_ORDER = ["best", "balanced", "cheap"];
+
+const presetRank = (name: string) => (PRESET_ORDER.includes(name) ? PRESET_ORDER.indexOf(name) : PRESET_ORDER.length);
+
+/** The report's preset checks: best, balanced, cheap, any others last by name; empty when it has none. */
+export function presetChecks(report: EvaluationReport): [string, PresetCheck][] {
+  return Object.entries(report.presets ?? {}).sort(([a], [b]) => presetRank(a) - presetRank(b) || a.localeCompare(b));
+}
+
+/** Python's `{:g}`: 6 significant digits, trailing zeros dropped, an exponent below 1e-4 or from 1e6. */
+export function pyG(value: number): string {
+  if (!Number.isFinite(value)) return Number.isNaN(value) ? "nan" : value > 0 ? "inf" : "-inf";
+  if (value === 0) return "0";
+  const [mantissa, exp] = value.toExponential(5).split("e");
+  const e = Number(exp);
+  if (e < -4 || e >= 6) {
+    const m = mantissa.replace(/\.?0+$/, "");
+    return `${m}e${e < 0 ? "-" : "+"}${String(Math.abs(e)).padStart(2, "0")}`;
+  }
+  return String(Number(value.toPrecision(6)));
+}
+
+/** A cost as the CLI prints it (Python's `${:.3e}`): 4.993e-3 → "$4.993e-03". */
+export function usdCli(value: number | null | undefined): string {
+  if (value === null || value === undefined || !Number.isFinite(value)) return "–";
+  const [mantissa, exp] = value.toExponential(3).split("e");
+  const e = Number(exp);
+  return `$${mantissa}e${e < 0 ? "-" : "+"}${String(Math.abs(e)).padStart(2, "0")}`;
+}
+
+/** A preset check in the CLI's words, up to its verdict: "preset best (λ=0): 0.8342 at $4.993e-03; against …". */
+export function presetLine(name: string, check: PresetCheck): string {
+  const macro = Number.isFinite(check.macro) ? check.macro.toFixed(4) : "–";
+  return `preset ${name} (λ=${pyG(check.lambda)}): ${macro} at ${usdCli(check.cost)}; against ${check.against}`;
+}
+
+/** A preset check's verdict, as the CLI prints it. */
+export const presetVerdict = (check: PresetCheck) => (check.held ? "held" : "NOT HELD");
 
 /**
  * What a method's knob is called: λ prices cost, τ is the cascade's confidence threshold, and

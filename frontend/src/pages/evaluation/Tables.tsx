@@ -6,6 +6,9 @@ import {
   formatKnob,
   metricsRows,
   perDomain,
+  presetChecks,
+  presetLine,
+  presetVerdict,
   usdPerQuery,
   type EvaluationReport,
 } from "../../lib/pareto";
@@ -15,6 +18,7 @@ export const fixed = (value: number | null, digits = 3) => (value === null ? "â€
 export function MetricsTable({ report }: { report: EvaluationReport }) {
   const rows = metricsRows(report);
   const dominated = dominatedPoints(report);
+  const presets = presetChecks(report);
   // The CLI counts against the zero router's hull only where the zero router ran.
   const zeroRan = report.methods?.zero !== undefined && report.methods.zero.not_applicable === undefined;
   return (
@@ -78,6 +82,20 @@ export function MetricsTable({ report }: { report: EvaluationReport }) {
           Dominated points ({zeroRan ? "a single pair or the zero router" : "a single pair"} does better at no more
           cost): {dominated.map(([method, count]) => `${method} ${count}`).join(", ")}
         </p>
+      )}
+      {presets.length > 0 && (
+        <ul
+          className="preset-checks muted small"
+          aria-label="Presets of the learned policy"
+          data-testid="preset-checks"
+        >
+          {presets.map(([name, check]) => (
+            <li key={name} data-preset={name} data-held={check.held}>
+              {presetLine(name, check)}:{" "}
+              {check.held ? presetVerdict(check) : <span className="status failed">{presetVerdict(check)}</span>}
+            </li>
+          ))}
+        </ul>
       )}
     </section>
   );
