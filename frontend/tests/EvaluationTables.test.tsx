@@ -4,7 +4,8 @@
 import { render, screen, within } from "@testing-library/react";
 import { expect, it } from "vitest";
 
-import type { EvaluationReport, PresetCheck } from "../src/lib/pareto";
+import type { EvaluationReport } from "../src/lib/pareto";
+import { PRESETS } from "./support";
 import { MetricsTable } from "../src/pages/evaluation/Tables";
 
 const REPORT: EvaluationReport = {
@@ -76,24 +77,6 @@ it("counts against single pairs alone where the zero router did not run", () => 
   render(<MetricsTable report={{ ...REPORT, methods }} />);
   expect(screen.getByTestId("dominated-points").textContent).toMatch(/^Dominated points \(a single pair does better/);
 });
-
-const PRESETS: Record<string, PresetCheck> = {
-  cheap: { lambda: 1.0, macro: 0.5414, cost: 8.117e-5, against: "the cheapest pair: 0.5414 at $8.117e-05", held: true },
-  balanced: {
-    lambda: 0.05,
-    macro: 0.8186,
-    cost: 0.001664,
-    against: "single pairs and the zero router: not dominated",
-    held: false,
-  },
-  best: {
-    lambda: 0.0,
-    macro: 0.8342,
-    cost: 0.004993,
-    against: "the most accurate pair: 0.8342 at $4.993e-03",
-    held: true,
-  },
-};
 
 it("checks the learned policy's presets under the dominated points, in the CLI's words and order", () => {
   render(<MetricsTable report={{ ...REPORT, presets: PRESETS }} />);

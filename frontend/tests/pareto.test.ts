@@ -13,13 +13,12 @@ import {
   presetChecks,
   presetLine,
   presetVerdict,
-  pyG,
   singlePairPoints,
   usdCli,
   usdPerQuery,
   type EvaluationReport,
-  type PresetCheck,
 } from "../src/lib/pareto";
+import { PRESETS } from "./support";
 
 // Shaped like `python -m orchestrator.evaluate --json` (docs/evaluation.md), trimmed.
 const report: EvaluationReport = {
@@ -184,25 +183,6 @@ describe("formatKnob", () => {
   });
 });
 
-// The report's `presets` (orchestrator/evaluate_frontier.py, `preset_checks`), as Postgres may return them: out of order.
-const PRESETS: Record<string, PresetCheck> = {
-  cheap: { lambda: 1.0, macro: 0.5414, cost: 8.117e-5, against: "the cheapest pair: 0.5414 at $8.117e-05", held: true },
-  best: {
-    lambda: 0.0,
-    macro: 0.8342,
-    cost: 0.004993,
-    against: "the most accurate pair: 0.8342 at $4.993e-03",
-    held: true,
-  },
-  balanced: {
-    lambda: 0.05,
-    macro: 0.8186,
-    cost: 0.001664,
-    against: "single pairs and the zero router: not dominated",
-    held: false,
-  },
-};
-
 describe("presets", () => {
   it("come best, balanced, cheap, any others after by name", () => {
     const extra = { ...PRESETS.cheap, lambda: 0.5 };
@@ -224,16 +204,7 @@ describe("presets", () => {
     ]);
   });
 
-  it("format λ and cost as Python's {:g} and {:.3e} do", () => {
-    expect([0, 0.05, 1, 0.1 + 0.2, 1e-5, 1234567, -2.5].map(pyG)).toEqual([
-      "0",
-      "0.05",
-      "1",
-      "0.3",
-      "1e-05",
-      "1.23457e+06",
-      "-2.5",
-    ]);
+  it("format cost as Python's {:.3e} does", () => {
     expect([0.004993, 8.117e-5, 0, 12.5].map(usdCli)).toEqual(["$4.993e-03", "$8.117e-05", "$0.000e+00", "$1.250e+01"]);
     expect(usdCli(null)).toBe("–");
   });

@@ -1,3 +1,4 @@
+import type { PresetCheck } from "../src/lib/pareto";
 // What the page tests share: a fake server behind fetch, and a page rendered with a fresh query client
 // (no retries, so a failure shows at once) at a path of an in-memory router.
 import { QueryClient, QueryClientProvider } from "@tanstack/react-query";
@@ -48,3 +49,22 @@ export function renderAt(path: string, page: ReactNode) {
     </QueryClientProvider>,
   );
 }
+
+// A report's `presets` (orchestrator/evaluate_frontier.py, `preset_checks`), out of the CLI's order, one not held.
+export const PRESETS: Record<string, PresetCheck> = {
+  cheap: { lambda: 1.0, macro: 0.5414, cost: 8.117e-5, against: "the cheapest pair: 0.5414 at $8.117e-05", held: true },
+  balanced: {
+    lambda: 0.05,
+    macro: 0.8186,
+    cost: 0.001664,
+    against: "single pairs and the zero router: not dominated",
+    held: false,
+  },
+  best: {
+    lambda: 0.0,
+    macro: 0.8342,
+    cost: 0.004993,
+    against: "the most accurate pair: 0.8342 at $4.993e-03",
+    held: true,
+  },
+};

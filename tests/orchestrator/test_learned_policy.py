@@ -269,7 +269,7 @@ def test_the_presets_bind_an_item_to_the_cheapest_and_to_the_most_accurate_pair(
         np.testing.assert_allclose(
             bound.cost.numpy(), cost[np.arange(table.n_items), anchor] / calib.cost_ref, rtol=1e-5
         )
-        assert [calls for calls in called(lam)] == [(int(j),) for j in anchor], lam
+        assert called(lam) == [(int(j),) for j in anchor], lam
         monkeypatch.setattr(episode, "CEILING_FROM", float("inf"))
         monkeypatch.setattr(episode, "BEST_UPTO", -1.0)
         assert called(lam) != [(int(j),) for j in anchor], lam

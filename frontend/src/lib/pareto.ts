@@ -101,19 +101,6 @@ export function presetChecks(report: EvaluationReport): [string, PresetCheck][] 
   return Object.entries(report.presets ?? {}).sort(([a], [b]) => presetRank(a) - presetRank(b) || a.localeCompare(b));
 }
 
-/** Python's `{:g}`: 6 significant digits, trailing zeros dropped, an exponent below 1e-4 or from 1e6. */
-export function pyG(value: number): string {
-  if (!Number.isFinite(value)) return Number.isNaN(value) ? "nan" : value > 0 ? "inf" : "-inf";
-  if (value === 0) return "0";
-  const [mantissa, exp] = value.toExponential(5).split("e");
-  const e = Number(exp);
-  if (e < -4 || e >= 6) {
-    const m = mantissa.replace(/\.?0+$/, "");
-    return `${m}e${e < 0 ? "-" : "+"}${String(Math.abs(e)).padStart(2, "0")}`;
-  }
-  return String(Number(value.toPrecision(6)));
-}
-
 /** A cost as the CLI prints it (Python's `${:.3e}`): 4.993e-3 → "$4.993e-03". */
 export function usdCli(value: number | null | undefined): string {
   if (value === null || value === undefined || !Number.isFinite(value)) return "–";
@@ -125,7 +112,7 @@ export function usdCli(value: number | null | undefined): string {
 /** A preset check in the CLI's words, up to its verdict: "preset best (λ=0): 0.8342 at $4.993e-03; against …". */
 export function presetLine(name: string, check: PresetCheck): string {
   const macro = Number.isFinite(check.macro) ? check.macro.toFixed(4) : "–";
-  return `preset ${name} (λ=${pyG(check.lambda)}): ${macro} at ${usdCli(check.cost)}; against ${check.against}`;
+  return `preset ${name} (λ=${Number(check.lambda.toPrecision(6))}): ${macro} at ${usdCli(check.cost)}; against ${check.against}`;
 }
 
 /** A preset check's verdict, as the CLI prints it. */
