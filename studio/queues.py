@@ -57,8 +57,15 @@ def send(name: str, *args: Any, countdown: float | None = None) -> bool:
     """Send task `name` with `args`; False (logged) when the broker cannot take it. The pooled
     producer is tried first (it waits out a short outage: CELERY_TASK_PUBLISH_RETRY_POLICY),
     then a new connection: after Redis restarts, a pooled producer may still hold a channel of
-    the old connection and fail at once (kombu: AttributeError in `_connparams`)."""
-    options: dict[str, Any] = {} if countdown is None else {"countdown": countdown}
+    the old connection and fail at once (kombu: AttributeError in `_connparams`).
+
+    Nobody reads what a task sent here returns (CELERY_TASK_IGNORE_RESULT), and the client is
+    told so: otherwise Celery's Redis result backend subscribes to each task's result channel
+    as it is sent and unsubscribes once its AsyncResult is collected, two Redis commands per
+    message for a result that never comes."""
+    options: dict[str, Any] = {"ignore_result": True}
+    if countdown is not None:
+        options["countdown"] = countdown
     try:
         app.send_task(name, args, **options)
         return True

@@ -75,10 +75,11 @@ def _config(work: AttemptWork) -> EndpointConfig:
 
 def _tokens(work: AttemptWork, config: EndpointConfig) -> RunTokens | None:
     """Where the attempt's tokens go as they arrive: the fast path's own, for a streamed /v1
-    request; else the run's group while someone watches the run (studio.streaming)."""
+    request; else the run's group while someone watches the run (studio.streaming), where
+    someone can (`AttemptWork.watchable`)."""
     if work.tokens is not None:
         return work.tokens
-    if config.is_replay or not work.run_id or not watched(work.run_id):
+    if config.is_replay or not work.run_id or not work.watchable or not watched(work.run_id):
         return None
     return RunTokens(work.run_id, work.node_key, work.number, work.primitive)
 

@@ -45,6 +45,9 @@ class AttemptWork:
     # Where its tokens go as they arrive (studio.streaming.RunTokens): set by /v1's fast path for
     # a streamed request; else the executor streams it only while the run is watched.
     tokens: Any = field(default=None, repr=False, compare=False)
+    # False where nobody can watch the run during the call, so the executor need not ask: a /v1
+    # fast run is not written yet, and a watcher waits for its record (studio.consumers).
+    watchable: bool = True
 
 
 def _price(value: Decimal | None) -> float | None:

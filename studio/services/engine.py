@@ -13,6 +13,7 @@ Postgres, and the decisions are the core's, as in the offline evaluation.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any, cast
 
@@ -123,23 +124,33 @@ def _load(run: Run) -> tuple[RunState, Primitives]:
     return state, primitives
 
 
-def root_metadata(run: Run) -> dict[str, Any]:
-    """The root's metadata: the recordings of the task's item, or of its text (`core.recorded_metadata`).
-    In SQL: every /v1 request asks, and the ORM's building of the query cost four times the query."""
+def recorded_query(run: Run) -> tuple[str, list[Any]]:
+    """The SQL (and its parameters) of the recordings of the run's task: of its item, or of its
+    text. Its rows: model, primitive, domain, benchmark (`recorded_fold` makes them metadata)."""
     item_id = run.task.metadata.get("item_id")
     where, params = (
         ("item_id = %s", [item_id])
         if item_id
         else ("prompt_sha256 = %s AND prompt = %s", [prompt_key(run.task.text), run.task.text])
     )
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT model, primitive, domain, benchmark FROM {RecordedOutcome._meta.db_table} WHERE {where} LIMIT 200",  # noqa: S608 - a model's table; the values are parameters
-            params,
-        )
-        found = cursor.fetchall()
+    table = RecordedOutcome._meta.db_table
+    return f"SELECT model, primitive, domain, benchmark FROM {table} WHERE {where} LIMIT 200", params  # noqa: S608 - a model's table; the values are parameters
+
+
+def recorded_fold(run: Run, found: Sequence[Sequence[str]]) -> dict[str, Any]:
+    """The root's metadata from `recorded_query`'s rows (`core.recorded_metadata`)."""
     domain, benchmark = (found[0][2], found[0][3]) if found else ("", "")
-    return recorded_metadata(item_id, [(model, primitive) for model, primitive, _, _ in found], domain, benchmark)
+    pairs = [(model, primitive) for model, primitive, _, _ in found]
+    return recorded_metadata(run.task.metadata.get("item_id"), pairs, domain, benchmark)
+
+
+def root_metadata(run: Run) -> dict[str, Any]:
+    """The root's metadata: the recordings of the task's item, or of its text (`core.recorded_metadata`).
+    In SQL: every /v1 request asks, and the ORM's building of the query cost four times the query."""
+    sql, params = recorded_query(run)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return recorded_fold(run, cursor.fetchall())
 
 
 # State to rows

@@ -9,7 +9,8 @@ executor (named by ORCHESTRA_ATTEMPT_EXECUTOR: `studio/` calls it by name, as it
 by name); its envelope is folded in as `attempts_finish` folds it, and a second step ends the
 run.
 
-- Ids come from the tables' sequences before the call (one query), so the answer names its run.
+- Ids come from the tables' sequences before the call, in the query that reads the task's
+  recordings for the root's metadata (one round trip), so the answer names its run.
 - Before the call, the run's rows as they stand are held in Redis (`fast_hold`,
   `studio.fast_intents`, one round trip): if this process dies during the call, the recovery
   sweep writes the run with its call lost (`studio.services.fast_lost`), and until the run is
@@ -51,7 +52,7 @@ from studio.db import connection_release
 from studio.models import Attempt, Node, Run, RunEvent, Task, User
 from studio.selectors.setup_cache import PoolView, cached, pool_view
 from studio.services.attempts import AttemptWork, endpoint_work, envelope_redact, finished_event
-from studio.services.engine import root_metadata, run_spec
+from studio.services.engine import recorded_fold, recorded_query, run_spec
 from studio.services.policies import default_policy, policy_build, run_checkpoint
 from studio.services.run_record import payload_dump, run_record
 from studio.services.runs import no_pairs, preset_lambda
@@ -113,6 +114,21 @@ def _sequence_ids(*models_: type[models.Model]) -> list[int]:
     return [int(value) for value in row]
 
 
+def _ids_and_recordings(run: Run) -> tuple[list[int], dict[str, Any]]:
+    """New ids for the run's task, run, root and first attempt, and the root's metadata
+    (`engine.recorded_query`), in one round trip: every request asks for both. The ids of a
+    run that turns out not to fit the fast path go unused (a sequence has gaps anyway)."""
+    recorded, params = recorded_query(run)
+    tables = [model._meta.db_table for model in (Task, Run, Node, Attempt)]
+    ids = ", ".join("nextval(pg_get_serial_sequence(%s, 'id'))" for _ in tables)
+    found = "coalesce(json_agg(json_build_array(r.model, r.primitive, r.domain, r.benchmark)), '[]')"
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT {ids}, (SELECT {found} FROM ({recorded}) AS r)", [*tables, *params])  # noqa: S608 - tables and query are ours; values are parameters
+        row = cursor.fetchone()
+    assert row is not None
+    return [int(value) for value in row[:-1]], recorded_fold(run, row[-1])
+
+
 def _sent_one_solve(state: RunState) -> tuple[NodeState, AttemptState] | None:
     """The root and its attempt when the step created just those: one call decides the run."""
     changes = state.changes
@@ -160,13 +176,14 @@ def fast_prepare(
         raise no_pairs(pool_id)
     state = RunState(spec=run_spec(run))
     created: list[tuple[str, dict[str, Any]]] = [("run.created", {"task": None, "policy": name})]
-    core.start(state, now, root_metadata=root_metadata(run))
+    ids, metadata = _ids_and_recordings(run)
+    core.start(state, now, root_metadata=metadata)
     core.step(state, made, view.pairs, now)
     sent = _sent_one_solve(state)
     if sent is None:
         return None
     node, attempt = sent
-    task.pk, run.pk, node.id, attempt.id = _sequence_ids(Task, Run, Node, Attempt)
+    task.pk, run.pk, node.id, attempt.id = ids
     run.task_id = task.pk
     created[0][1]["task"] = task.pk
     state.changes.new_attempts[0][2]["attempt"] = attempt.id
@@ -175,6 +192,7 @@ def fast_prepare(
         attempt_id=attempt.id, endpoint=found.row.endpoint, api_key=found.api_key, primitive=found.row.primitive,
         request=attempt.request, text=node.text, run_id=run.pk, node_key=node.key, number=attempt.number,
     )  # fmt: skip
+    work = replace(work, watchable=False)  # the run is written after its call, and a watcher waits for that
     attempt.created_at = attempt.started_at = now
     attempt.status = "running"
     fast = FastRun(task=task, run=run, state=state, policy=made, view=view, work=work, api_key=found.api_key)

@@ -92,6 +92,23 @@ def test_a_request_nobody_streams_is_not_streamed_upstream(
     assert script.streamed == [False]
 
 
+def test_a_call_nobody_can_watch_is_not_streamed_even_with_its_run_marked() -> None:
+    """/v1's fast path calls before its run is written, and a watcher waits for the record: its
+    work says so (`watchable=False`), so the executor neither asks the cache nor streams."""
+    run = RunFactory()
+    watch(run.pk)
+    script = Streaming()
+    with ScriptedOpenAI(script) as server:
+        work = AttemptWork(
+            attempt_id=0, model="openai/scripted", api_base=server.base_url, api_key="sk-test",
+            input_cost_per_mtok=1.0, output_cost_per_mtok=1.0, primitive="direct", params={},
+            request={"prompt": "Count."}, run_id=run.pk, node_key="root", number=1, watchable=False,
+        )  # fmt: skip
+        envelope = execute(work)
+    assert envelope.ok and envelope.answer == ANSWER
+    assert script.streamed == [False]
+
+
 def test_a_watched_runs_calls_stream_to_its_group(settings: Any) -> None:
     """A worker's attempt on a run someone watches (its WebSocket marks it) sends its text to
     the run's channel group in pieces while the call goes on; the pieces make the output."""

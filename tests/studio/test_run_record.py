@@ -8,8 +8,10 @@ from datetime import UTC, datetime
 import pytest
 from django.db import IntegrityError
 
-from studio.models import Run, RunEvent, Task
-from studio.services.fast_path import _sequence_ids
+from orchestrator.outcomes import prompt_key
+from studio.models import Attempt, Node, RecordedOutcome, Run, RunEvent, Task
+from studio.services.engine import root_metadata
+from studio.services.fast_path import _ids_and_recordings, _sequence_ids
 from studio.services.run_record import payload_dump, run_record
 from tests.factories import PoolFactory, UserFactory
 
@@ -74,3 +76,35 @@ def test_as_a_worker_writes_it_in_a_transaction_of_its_own() -> None:
     _, broken = payload(UserFactory().pk, PoolFactory().pk, seqs=(1, 1))
     with pytest.raises(IntegrityError):
         run_record(payload=broken)
+
+
+def _recorded(item: str, model: str, prompt: str) -> None:
+    RecordedOutcome.objects.create(
+        source="demo", item_id=item, split="test", benchmark="gsm8k", domain="math", prompt=prompt,
+        prompt_sha256=prompt_key(prompt), gold="1", model=model, primitive="direct", response="1", score=1.0,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("text", "metadata"),
+    [
+        ("question 1", {}),  # a recorded prompt, by its text
+        ("a prompt of the user's own", {}),  # nothing recorded: no pair can replay it
+        ("anything", {"item_id": "d.2"}),  # a recorded item, by its id
+    ],
+)
+def test_the_fast_path_reads_the_roots_metadata_as_the_engine_does_with_its_ids(
+    text: str, metadata: dict[str, str]
+) -> None:
+    _recorded("d.1", "small", "question 1")
+    _recorded("d.1", "large", "question 1")
+    _recorded("d.2", "large", "question 2")
+    owner = UserFactory()
+    run = Run(task=Task(owner=owner, text=text, metadata=metadata), owner=owner, pool=PoolFactory())
+    before = _sequence_ids(Task, Run, Node, Attempt)
+    ids, found = _ids_and_recordings(run)
+    assert found == root_metadata(run)  # one query for both, as the full machinery reads it
+    assert ids == [value + 1 for value in before]  # one new id from each table's sequence
+    expected = {"question 1": [["large", "direct"], ["small", "direct"]], "anything": [["large", "direct"]]}
+    assert found["recorded_pairs"] == expected.get(text, [])
+    assert ("recorded_benchmark" in found) == (text in expected)
