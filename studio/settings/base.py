@@ -137,6 +137,8 @@ def database_settings(url: str | None) -> dict[str, Any]:
     pool = database_pool()
     if pool is not None:
         config.setdefault("OPTIONS", {})["pool"] = pool
+        # studio.db checks a pooled connection that sat idle, not every one it hands out.
+        config["CONN_HEALTH_CHECKS"] = False
     return {"default": config}
 
 

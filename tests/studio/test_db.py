@@ -10,8 +10,9 @@ from typing import Any
 import psycopg
 import pytest
 from django.core.exceptions import ImproperlyConfigured
-from django.db import connection
+from django.db import OperationalError, connection
 
+from studio.db import base as db_base
 from studio.db.base import DatabaseWrapper
 from studio.health import check_database
 from studio.settings.base import database_settings
@@ -23,7 +24,7 @@ POOL_VARIABLES = ("DATABASE_POOL", "DATABASE_POOL_MIN_SIZE", "DATABASE_POOL_MAX_
 
 def pooled(alias: str, *, user: str | None = None, **options: Any) -> DatabaseWrapper:
     """A connection to the test database through a pool of its own (the test settings have none)."""
-    settings_dict = {**connection.settings_dict, "OPTIONS": dict(options)}
+    settings_dict = {**connection.settings_dict, "OPTIONS": dict(options), "CONN_HEALTH_CHECKS": False}
     settings_dict["OPTIONS"].setdefault("pool", {"min_size": 0, "max_size": 2, "timeout": 2.0})
     if user is not None:
         settings_dict["USER"] = user
@@ -132,6 +133,46 @@ def test_a_forked_process_makes_its_own_pool_and_leaves_the_parents_alone(wrappe
     with wrapper.cursor() as cursor:
         cursor.execute("SELECT 1")
         assert cursor.fetchone() == (1,)
+
+
+def _cut(wrapper: DatabaseWrapper) -> int:
+    """End the server session of the wrapper's connection once it is back in the pool; its pid."""
+    wrapper.ensure_connection()
+    session = wrapper.connection.info.backend_pid
+    wrapper.close()  # back to the pool
+    with admin_connection() as admin:
+        admin.execute("SELECT pg_terminate_backend(%s)", [session])
+    return session
+
+
+def _session(wrapper: DatabaseWrapper) -> int:
+    with wrapper.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        return int(cursor.fetchone()[0])
+
+
+def test_a_pooled_connection_cut_while_it_sat_idle_is_replaced(
+    monkeypatch: pytest.MonkeyPatch, wrappers: list[DatabaseWrapper]
+) -> None:
+    monkeypatch.setattr(db_base, "CHECK_IDLE_S", 0.0)  # every connection has sat long enough to be checked
+    wrappers.append(wrapper := pooled("cut-idle"))
+    cut = _cut(wrapper)
+    assert _session(wrapper) != cut  # checked, dropped, and a new session made: the caller sees no error
+
+
+def test_a_connection_handed_back_a_moment_ago_goes_out_unchecked(
+    monkeypatch: pytest.MonkeyPatch, wrappers: list[DatabaseWrapper]
+) -> None:
+    """No round trip for a connection just handed back; cut in that moment (PostgreSQL restarted
+    just then), it fails the query that uses it, as any query during a restart does, and is
+    dropped: the next use gets a new session."""
+    monkeypatch.setattr(db_base, "CHECK_IDLE_S", 60.0)
+    wrappers.append(wrapper := pooled("cut-recent"))
+    cut = _cut(wrapper)
+    with pytest.raises(OperationalError):
+        _session(wrapper)
+    wrapper.close()
+    assert _session(wrapper) != cut
 
 
 # Health

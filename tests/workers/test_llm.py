@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import pytest
@@ -138,3 +139,22 @@ def test_an_endpoint_nobody_listens_on_is_a_connection_error() -> None:
     with pytest.raises(ProviderError) as caught:
         llm.complete(USER)
     assert caught.value.kind == "connection"
+
+
+def test_litellms_own_logging_runs_only_where_a_callback_would_get_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No litellm callback configured: no logging work is handed to litellm's logging thread
+    (it competed with the caller for the GIL); one configured: it gets every call."""
+    import litellm
+    from litellm import utils as litellm_utils
+
+    handed: list[object] = []
+    submit = litellm_utils.executor.submit
+    monkeypatch.setattr(litellm_utils.executor, "submit", lambda fn, *a, **k: handed.append(fn) or submit(fn, *a, **k))
+    logged = threading.Event()
+    with ScriptedOpenAI(lambda body: Reply(content="42")) as server:
+        assert client(server).complete(USER).text == "42"
+        assert handed == []
+        monkeypatch.setattr(litellm, "success_callback", [lambda *args: logged.set()])
+        assert client(server).complete(USER).text == "42"
+        assert logged.wait(5), "the configured callback never got the call"
+    assert len(handed) == 1
