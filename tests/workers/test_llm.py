@@ -149,7 +149,12 @@ def test_litellms_own_logging_runs_only_where_a_callback_would_get_it(monkeypatc
 
     handed: list[object] = []
     submit = litellm_utils.executor.submit
-    monkeypatch.setattr(litellm_utils.executor, "submit", lambda fn, *a, **k: handed.append(fn) or submit(fn, *a, **k))
+
+    def counted(fn: Any, *args: Any, **kwargs: Any) -> Any:
+        handed.append(fn)
+        return submit(fn, *args, **kwargs)
+
+    monkeypatch.setattr(litellm_utils.executor, "submit", counted)
     logged = threading.Event()
     with ScriptedOpenAI(lambda body: Reply(content="42")) as server:
         assert client(server).complete(USER).text == "42"
