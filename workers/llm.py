@@ -18,11 +18,12 @@ server likes. So a call over the network also has a deadline for the whole call,
 `timeout_s`; past it the call is given up as a `timeout` (its thread is left to finish
 or time out on its own; what it returns is dropped, never billed).
 
-Where no litellm callback is configured, litellm's own success and failure logging is
-skipped (`unlogged`): after every call litellm hands that work (a logging payload, a cost) to a
-thread of its own, where nothing would receive it, and that thread then held the GIL just when
-the call's own thread went on (/v1's fast path waited 0.6 ms at p50 for it: docs/api.md).
-A litellm callback set (`litellm.callbacks`, `litellm.success_callback`, ...) gets every call.
+Where no litellm callback is configured, litellm's own success and failure logging of a call
+that is not streamed is skipped (`unlogged`; a streamed call logs as litellm does): after
+every call litellm hands that work (a logging payload, a cost) to a thread of its own, where
+nothing would receive it, and that thread then held the GIL just when the call's own thread
+went on (/v1's fast path waited 0.6 ms at p50 for it: docs/api.md). A litellm callback set
+(`litellm.callbacks`, `litellm.success_callback`, ...) gets every call.
 """
 
 from __future__ import annotations

@@ -67,8 +67,8 @@ class DatabaseWrapper(base.DatabaseWrapper):
         connection = super().get_new_connection(conn_params)
         if self.pool is None:
             return connection
-        tries = self.pool.max_size + 1
-        for tried in range(1, tries + 1):
+        tries_left = self.pool.max_size  # more than the connections that can be broken
+        while True:
             with _handed_back_lock:
                 handed_back = _handed_back.pop(connection, None)
             if handed_back is not None and time.monotonic() - handed_back < CHECK_IDLE_S:
@@ -78,11 +78,11 @@ class DatabaseWrapper(base.DatabaseWrapper):
                 return connection
             except Exception as error:  # broken while it waited: the pool drops it and makes another
                 self.pool.putconn(connection)
-                if tried == tries:
+                if not tries_left:
                     raise
+                tries_left -= 1
                 log.info("a pooled connection failed its check (%s); taking another", error)
                 connection = super().get_new_connection(conn_params)
-        raise AssertionError("unreachable: the last try returns or raises")
 
     def _close(self) -> None:
         if self.pool is not None and self.connection is not None:

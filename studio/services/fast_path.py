@@ -104,11 +104,14 @@ def _execute(work: AttemptWork) -> Envelope:
     return executor(work)
 
 
+NEXT_ID = "nextval(pg_get_serial_sequence(%s, 'id'))"  # SQL: a new id of the table named by the parameter
+
+
 def _sequence_ids(*models_: type[models.Model]) -> list[int]:
     """One new id from each model's id sequence, in one query."""
     tables = [model._meta.db_table for model in models_]
     with connection.cursor() as cursor:
-        cursor.execute("SELECT " + ", ".join("nextval(pg_get_serial_sequence(%s, 'id'))" for _ in tables), tables)
+        cursor.execute("SELECT " + ", ".join(NEXT_ID for _ in tables), tables)
         row = cursor.fetchone()
     assert row is not None
     return [int(value) for value in row]
@@ -120,7 +123,7 @@ def _ids_and_recordings(run: Run) -> tuple[list[int], dict[str, Any]]:
     run that turns out not to fit the fast path go unused (a sequence has gaps anyway)."""
     recorded, params = recorded_query(run)
     tables = [model._meta.db_table for model in (Task, Run, Node, Attempt)]
-    ids = ", ".join("nextval(pg_get_serial_sequence(%s, 'id'))" for _ in tables)
+    ids = ", ".join(NEXT_ID for _ in tables)
     found = "coalesce(json_agg(json_build_array(r.model, r.primitive, r.domain, r.benchmark)), '[]')"
     with connection.cursor() as cursor:
         cursor.execute(f"SELECT {ids}, (SELECT {found} FROM ({recorded}) AS r)", [*tables, *params])  # noqa: S608 - tables and query are ours; values are parameters
