@@ -3,7 +3,9 @@ whether the learned policy's presets keep their promise (issue 47).
 
 - **Dominated points**: a point of a method is dominated when a single pair on the test
   items, or the zero router's hull (fixed pairs and mixes of two), reaches more accuracy at
-  no more cost.
+  no more cost. The zero router's own points are counted too, each against the single pairs
+  and the hull of its other points: the same test for a router that reads no prompt, so the
+  count shows how much of it the test items' noise alone makes (docs/evaluation.md).
 - **Presets** (`policies.COST_PRESETS`), read off the learned policy's points at their λ:
   `cheap` at least as accurate as the cheapest pair, at no more than its cost; `best` at
   least as accurate as the most accurate pair; `balanced` not dominated.
@@ -25,14 +27,26 @@ TOLERANCE = 1e-9
 
 
 def dominated_counts(results: Sequence[MethodResult], singles: dict[str, metrics.Point]) -> dict[str, int]:
-    """Per method (not the oracle, nor the zero router itself): how many of its points a single
-    pair, or the zero router's hull where it ran, beats at no more cost with more accuracy."""
+    """Per method (not the oracle): how many of its points a single pair, or the zero router's
+    hull where it ran, beats at no more cost with more accuracy; for the zero router, its points
+    that a single pair or the hull of its other points beats (`own_dominated`)."""
     zero = next((r.frontier() for r in results if r.name == ZERO and r.points), [])
     return {
-        r.name: len(metrics.dominated(r.frontier(), list(singles.values()), zero))
+        r.name: len(own_dominated(r.frontier(), singles) if r.name == ZERO else
+                    metrics.dominated(r.frontier(), list(singles.values()), zero))
         for r in results
-        if r.points and r.name not in ("oracle", ZERO)
-    }
+        if r.points and r.name != "oracle"
+    }  # fmt: skip
+
+
+def own_dominated(points: Sequence[metrics.Point], singles: dict[str, metrics.Point]) -> list[metrics.Point]:
+    """The points that a single pair, or the hull of the other points, beats at no more cost
+    with more accuracy: the dominance test of a method against itself."""
+    return [
+        point
+        for k, point in enumerate(points)
+        if metrics.dominated([point], list(singles.values()), [*points[:k], *points[k + 1 :]])
+    ]
 
 
 def preset_checks(results: Sequence[MethodResult], singles: dict[str, metrics.Point]) -> dict[str, Any]:
@@ -67,8 +81,10 @@ def frontier_lines(results: Sequence[MethodResult], beaten: dict[str, int], pres
     lines = []
     if beaten:
         by = "a single pair or the zero router" if any(r.name == ZERO for r in results) else "a single pair"
-        counts = ", ".join(f"{name} {count}" for name, count in beaten.items())
+        counts = ", ".join(f"{name} {count}" for name, count in beaten.items() if name != ZERO)
         lines.append(f"dominated points (by {by}, at no more cost): {counts}")
+        if ZERO in beaten:
+            lines.append(f"  the zero router's own, by a single pair or its other points (noise alone): {beaten[ZERO]}")
     for preset, check in presets.items():
         verdict = "held" if check["held"] else "NOT HELD"
         lines.append(

@@ -73,6 +73,9 @@ def summarize(rows: Sequence[dict[str, Any]], methods: Sequence[str], ks: Sequen
             rb = [s[name] for s in per_split_rb.values() if name in s]
             rb_text = f"{np.mean(rb):7.4f}" if rb else "      -"
             lines.append(f"{name:14} {np.mean(values):9.4f} {sd:7.4f} {len(values):6} {wins[name]:8} {rb_text}")
+        floor = zero_floor_line(at_k)
+        if floor is not None:
+            lines.append(floor)
         if LEARNED in methods and per_split:
             lines.append(f"learned is best in {wins.get(LEARNED, 0)} of {len(per_split)} splits")
             lines += against_zero(at_k, per_split_rb)
@@ -85,14 +88,28 @@ def summarize(rows: Sequence[dict[str, Any]], methods: Sequence[str], ks: Sequen
     return "\n".join(lines)
 
 
+def zero_floor_line(rows: Sequence[dict[str, Any]]) -> str | None:
+    """The zero router's own dominated points (`evaluate_frontier.own_dominated`): what the
+    dominance test finds in a router that reads no prompt, from the test items' noise alone."""
+    counts = [r["dominated"] for r in rows if r["method"] == "zero" and r.get("dominated") is not None]
+    if not counts:
+        return None
+    return (
+        f"the zero router's own dominated points (by a single pair or its other points): {sum(counts)}, "
+        f"in {sum(c > 0 for c in counts)} of {len(counts)} splits x seeds"
+    )
+
+
 def against_zero(rows: Sequence[dict[str, Any]], per_split_rb: dict[str, dict[str, float]]) -> list[str]:
     """Per split: the learned policy's AIQ-RB against the zero router's, and its dominated points
-    (summed over the seeds)."""
+    (summed over the seeds), beside the zero router's own (`evaluate_frontier.own_dominated`)."""
     lines = []
     margins = []
     for split, scores in per_split_rb.items():
         dominated = [r["dominated"] for r in rows if r["split"] == split and r["method"] == LEARNED
                      and r.get("dominated") is not None]  # fmt: skip
+        floor = [r["dominated"] for r in rows if r["split"] == split and r["method"] == "zero"
+                 and r.get("dominated") is not None]  # fmt: skip
         if LEARNED not in scores:
             continue
         zero = scores.get("zero")
@@ -100,7 +117,8 @@ def against_zero(rows: Sequence[dict[str, Any]], per_split_rb: dict[str, dict[st
         if zero is not None:
             margins.append(scores[LEARNED] - zero)
         count = str(sum(dominated)) if dominated else "-"
-        lines.append(f"  {split}: learned AIQ-RB {scores[LEARNED]:.4f}{versus}; dominated points: {count}")
+        own = f" (the zero router's own: {sum(floor)})" if floor else ""
+        lines.append(f"  {split}: learned AIQ-RB {scores[LEARNED]:.4f}{versus}; dominated points: {count}{own}")
     if margins:
         held = sum(m >= 0 for m in margins)
         mean = float(np.mean(margins))

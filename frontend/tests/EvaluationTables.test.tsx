@@ -66,6 +66,15 @@ it("counts dominated points under the table, in the CLI's order", () => {
   );
 });
 
+it("gives the zero router's own dominated points apart, as the noise floor", () => {
+  const dominated_points = { ...REPORT.dominated_points, zero: 3 };
+  render(<MetricsTable report={{ ...REPORT, dominated_points }} />);
+  expect(screen.getByTestId("dominated-points").textContent).toBe(
+    "Dominated points (a single pair or the zero router does better at no more cost): learned 0, knn 1, mf 1" +
+      "; the zero router's own, by a single pair or its other points (the test items' noise alone): 3",
+  );
+});
+
 it("says nothing of dominated points when the report has none", () => {
   render(<MetricsTable report={{ ...REPORT, dominated_points: undefined }} />);
   expect(screen.queryByTestId("dominated-points")).toBeNull();

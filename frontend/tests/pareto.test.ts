@@ -16,6 +16,7 @@ import {
   singlePairPoints,
   usdCli,
   usdPerQuery,
+  zeroOwnDominated,
   type EvaluationReport,
 } from "../src/lib/pareto";
 import { PRESETS } from "./support";
@@ -98,7 +99,7 @@ const withZero: EvaluationReport = {
     best_single: { macro_acc: 0.6, cost_per_query: 2e-4, aiq: 0.48, points: [[2e-4, 0.6]], knobs: [null] },
     learned: { macro_acc: 0.56, cost_per_query: 7.4e-5, aiq: 0.56, points: [[7.4e-5, 0.56]], knobs: [0] },
   },
-  dominated_points: { mf: 1, learned: 0, knn: 1 },
+  dominated_points: { mf: 1, learned: 0, knn: 1, zero: 2 },
 };
 
 describe("the zero router", () => {
@@ -131,6 +132,11 @@ describe("the zero router", () => {
       ["mf", 1],
     ]);
     expect(dominatedPoints(report)).toEqual([]);
+  });
+
+  it("keeps its own dominated points apart: the noise floor, null in an older report", () => {
+    expect(zeroOwnDominated(withZero)).toBe(2);
+    expect(zeroOwnDominated(report)).toBeNull();
   });
 });
 

@@ -7,6 +7,7 @@ import json
 import pytest
 
 from orchestrator import evaluate, evaluate_report
+from orchestrator.evaluate_frontier import own_dominated
 from tests.orchestrator.synthetic import record, write
 
 FAST = "random,cheapest,best_single,oracle,always_decompose,self_consistency"
@@ -161,4 +162,9 @@ def test_cli_reports_aiq_rb_the_zero_router_and_dominated_points(outcomes, tmp_p
     assert zero["knobs"] == [0.0, 0.25, 0.5, 0.75, 1.0] and zero["macro_acc"] == pytest.approx(1.0)
     # AIQ-RB of cheapest alone: flat .5 from .001 to c_max .01, / .01 = .45
     assert report["methods"]["cheapest"]["aiq_rb"] == pytest.approx(0.45)
-    assert set(report["dominated_points"]) == {"random", "cheapest"} and report["dominated_points"]["cheapest"] == 0
+    assert set(report["dominated_points"]) == {"random", "cheapest", "zero"}
+    assert report["dominated_points"]["cheapest"] == 0
+    # the zero router's own points, each against the single pairs and its other points
+    assert report["dominated_points"]["zero"] == len(own_dominated(
+        [tuple(p) for p in zero["points"]], {k: tuple(v) for k, v in report["single_pairs"].items()}))  # fmt: skip
+    assert "the zero router's own, by a single pair or its other points (noise alone): " in text

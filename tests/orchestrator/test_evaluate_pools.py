@@ -176,12 +176,15 @@ def test_the_summary_sets_the_learned_policy_against_the_zero_router_per_split()
     held = {"best": {"held": True}, "balanced": {"held": True}, "cheap": {"held": False}}
     rows = [
         row("a/models-0", "learned", 0.70, dominated=0, presets=held),
-        row("a/models-0", "zero", 0.68),
+        row("a/models-0", "zero", 0.68, dominated=2),
         row("a/source", "learned", 0.60, dominated=3, presets={**held, "best": {"held": False}}),
         row("a/source", "zero", 0.61),
     ]
     printed = summarize(rows, ["learned", "zero"], [50])
-    assert "a/models-0: learned AIQ-RB 0.7000 vs zero 0.6800 (+0.0200); dominated points: 0" in printed
-    assert "a/source: learned AIQ-RB 0.6000 vs zero 0.6100 (-0.0100); dominated points: 3" in printed
+    own = " (the zero router's own: 2)"
+    assert "a/models-0: learned AIQ-RB 0.7000 vs zero 0.6800 (+0.0200); dominated points: 0" + own in printed
+    assert "a/source: learned AIQ-RB 0.6000 vs zero 0.6100 (-0.0100); dominated points: 3\n" in printed + "\n"
     assert "learned - zero (AIQ-RB): mean +0.0050; learned >= zero in 1 of 2 splits" in printed
+    # a/source's zero row has no count: one split x seed counted
+    assert "the zero router's own dominated points (by a single pair or its other points): 2, in 1 of 1" in printed
     assert "presets held (every seed): best in 1 of 2, balanced in 2 of 2, cheap in 0 of 2 splits" in printed

@@ -116,3 +116,14 @@ def test_dominated_by_a_single_or_by_a_mix_of_two():
     assert metrics.dominated(points, singles) == [(1.0, 0.4)]
     assert metrics.dominated(points, singles, frontier=singles) == [(1.0, 0.4), (2.0, 0.65)]
     assert metrics.dominated([(1.0, 0.5)], singles) == []  # a tie is not beaten
+
+
+def test_a_router_against_its_own_other_points():
+    from orchestrator.evaluate_frontier import own_dominated
+
+    singles = {"cheap": (1.0, 0.5), "dear": (3.0, 0.9)}
+    # (2,.69) is under the mix of its neighbours (1.5,.62) and (3,.9): .713; (1.5,.62) is above
+    # the mix of (1,.5) and (3,.9): .6; the two singles' own points tie them
+    points = [(1.0, 0.5), (1.5, 0.62), (2.0, 0.69), (3.0, 0.9)]
+    assert own_dominated(points, singles) == [(2.0, 0.69)]
+    assert own_dominated([(1.0, 0.5), (3.0, 0.9)], singles) == []

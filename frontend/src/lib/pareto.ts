@@ -86,9 +86,18 @@ export function orderedMethods(report: EvaluationReport): [string, MethodReport]
   return Object.entries(report.methods ?? {}).sort(byRank);
 }
 
-/** The report's dominated-point counts in the CLI's order; empty when it has none. */
+/** The report's dominated-point counts in the CLI's order, the zero router's own apart
+ * (`zeroOwnDominated`); empty when it has none. */
 export function dominatedPoints(report: EvaluationReport): [string, number][] {
-  return Object.entries(report.dominated_points ?? {}).sort(byRank);
+  return Object.entries(report.dominated_points ?? {})
+    .filter(([name]) => name !== "zero")
+    .sort(byRank);
+}
+
+/** How many of the zero router's own points a single pair or its other points beat: the same
+ * test for a router that reads no prompt, what the test items' noise alone makes; null without it. */
+export function zeroOwnDominated(report: EvaluationReport): number | null {
+  return report.dominated_points?.zero ?? null;
 }
 
 // The presets' order (orchestrator.policies.COST_PRESETS): the dearest first.

@@ -10,6 +10,7 @@ import {
   presetLine,
   presetVerdict,
   usdPerQuery,
+  zeroOwnDominated,
   type EvaluationReport,
 } from "../../lib/pareto";
 
@@ -18,6 +19,7 @@ export const fixed = (value: number | null, digits = 3) => (value === null ? "â€
 export function MetricsTable({ report }: { report: EvaluationReport }) {
   const rows = metricsRows(report);
   const dominated = dominatedPoints(report);
+  const zeroOwn = zeroOwnDominated(report);
   const presets = presetChecks(report);
   // The CLI counts against the zero router's hull only where the zero router ran.
   const zeroRan = report.methods?.zero !== undefined && report.methods.zero.not_applicable === undefined;
@@ -81,6 +83,8 @@ export function MetricsTable({ report }: { report: EvaluationReport }) {
         <p className="muted small" data-testid="dominated-points">
           Dominated points ({zeroRan ? "a single pair or the zero router" : "a single pair"} does better at no more
           cost): {dominated.map(([method, count]) => `${method} ${count}`).join(", ")}
+          {zeroOwn !== null &&
+            `; the zero router's own, by a single pair or its other points (the test items' noise alone): ${zeroOwn}`}
         </p>
       )}
       {presets.length > 0 && (
