@@ -13,9 +13,17 @@
    routerbench pool as admissible pairs: without the embedding (the task's vector already in
    the embedding cache) and with it (a new text embedded by MiniLM each decision). p50 and
    p95 over `--decisions`.
+3. Times each part of one decision with a new text (issue 50), for a short (about 50-token)
+   and a long (about 1,000-token) prompt, `--parts` decisions each: `embed` (the text's
+   MiniLM vector: tokenizing, the model, the on-disk cache), `domain` (a bare text's domain
+   from its nearest calibration items), `neighbours` (the per-item accuracy from the nearest
+   calibration items), `features` (the rest of the node's episode tensors), `forward` (the
+   network's step), and `other` (the rest: the policy made from its config, the action).
+   p50 and p95 of each, and of the whole decision. Tokens are counted by MiniLM's tokenizer.
 
 Goals (issue 5): p50 < 2 ms without the embedding, < 20 ms with it; training < 10 min on
-2 CPU cores.
+2 CPU cores. Issue 50: the decision with the embedding under 3 ms at p50 for a 500-token
+prompt is its goal; the parts are printed to find where the time goes, with no goal each.
 """
 
 from __future__ import annotations
@@ -108,12 +116,105 @@ def time_decisions(config: dict[str, object], pairs: tuple[Pair, ...], n: int, *
     return samples
 
 
+PARTS = ("embed", "domain", "neighbours", "features", "forward", "other")
+
+
+class PartTimer:
+    """Wraps the decision's parts (`LearnedPolicy` methods and the functions it calls) to add up
+    each one's time in the current decision; `features` is the episode less its inner parts."""
+
+    def __init__(self) -> None:
+        self.spent: dict[str, float] = dict.fromkeys(PARTS, 0.0)
+        self._undo: list[tuple[object, str, object]] = []
+
+    def wrap(self, owner: object, name: str, part: str) -> None:
+        real = getattr(owner, name)
+
+        def timed(*args: object, **kwargs: object) -> object:
+            start = time.perf_counter()
+            try:
+                return real(*args, **kwargs)
+            finally:
+                self.spent[part] += time.perf_counter() - start
+
+        self._undo.append((owner, name, real))
+        setattr(owner, name, timed)
+
+    def __enter__(self) -> PartTimer:
+        from orchestrator.policies import learned
+
+        self.wrap(learned.LearnedPolicy, "episode", "features")
+        self.wrap(learned.LearnedPolicy, "_embed", "embed")
+        self.wrap(learned, "known_domains", "domain")
+        self.wrap(learned.LearnedPolicy, "_item_accuracy", "neighbours")
+        self.wrap(learned, "step_logits", "forward")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for owner, name, real in reversed(self._undo):
+            setattr(owner, name, real)
+
+    def take(self, total: float) -> dict[str, float]:
+        """This decision's parts in ms (`features` net of the parts it calls), and reset."""
+        spent = {part: seconds * 1e3 for part, seconds in self.spent.items()}
+        spent["features"] -= spent["embed"] + spent["domain"] + spent["neighbours"]
+        spent["other"] = total * 1e3 - sum(spent[p] for p in PARTS if p != "other")
+        self.spent = dict.fromkeys(PARTS, 0.0)
+        return spent
+
+
+def prompt_of(tokens: int, variant: int) -> tuple[str, int]:
+    """(a new prompt of about `tokens` MiniLM tokens, its count of them): plain sentences, the
+    variant's number in the first so that no two are one text."""
+    from orchestrator.embedding import load_model
+
+    tokenize = load_model().tokenizer.tokenize
+    sentences = [
+        "A train leaves the station at nine and travels at sixty miles an hour toward the coast.",
+        "The second train leaves an hour later from the same platform at eighty miles an hour.",
+        "Both follow the same track, and the distance to the coast is three hundred miles.",
+    ]
+    question = "When does the second train catch the first one?"
+    parts = [f"Case {variant}:"]
+    count = len(tokenize(parts[0])) + len(tokenize(question))
+    while count < tokens:
+        sentence = sentences[len(parts) % len(sentences)]
+        parts.append(sentence)
+        count += len(tokenize(sentence))
+    text = " ".join([*parts, question])
+    return text, len(tokenize(text))
+
+
+def time_parts(config: dict[str, object], pairs: tuple[Pair, ...], n: int, tokens: int) -> None:
+    """p50 and p95 of each part of a decision on new texts of about `tokens` tokens."""
+    rows: list[dict[str, float]] = []
+    counted = 0
+    with PartTimer() as timer:
+        for i in range(n + 5):
+            text, counted = prompt_of(tokens, time.time_ns() + i)
+            node = NodeView(key="root", kind="root", text=text, status="ready", depth=0)
+            observation = Observation(
+                task_text=text, decomposable=False, nodes=(node,), budget_left=Budget(), pairs=pairs, domain=""
+            )
+            start = time.perf_counter()
+            make_policy("learned", config).act(observation)
+            parts = timer.take(time.perf_counter() - start)
+            parts["decision"] = (time.perf_counter() - start) * 1e3
+            if i >= 5:  # warm-up
+                rows.append(parts)
+    print(f"parts of a decision, new text of {counted} tokens, {n} decisions (ms, p50 / p95) {load()}:")
+    for part in (*PARTS, "decision"):
+        p50, p95 = percentiles([row[part] for row in rows])
+        print(f"  {part:11} {p50:7.2f} / {p95:7.2f}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--decisions", type=int, default=300)
     parser.add_argument("--checkpoint", type=Path, help="use this checkpoint instead of training one")
     parser.add_argument("--outcomes", nargs="+", type=Path, help="files to train on (default: all shipped)")
     parser.add_argument("--threads", type=int, default=2, help="torch threads for training")
+    parser.add_argument("--parts", type=int, default=100, help="decisions per prompt length timed part by part")
     args = parser.parse_args()
     print(__doc__.split("\n\n")[0])
 
@@ -139,6 +240,8 @@ def main() -> int:
         print(f"decision in a run step, batch 1, new text embedded by MiniLM: p50 {p50e:.2f} ms, ", end="")
         print(f"p95 {p95e:.2f} ms {load()}")
         goal("p50 < 20 ms with the embedding", p50e < 20)
+        for tokens in (50, 1000):
+            time_parts(config, pairs, args.parts, tokens)
     finally:
         torch.load = counter.real
     return 0
