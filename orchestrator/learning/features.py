@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import torch
@@ -170,6 +170,17 @@ class Calibration:
     predictor: ItemPredictor | None = None
     oof: np.ndarray | None = None  # [m, p] out-of-fold predictor output on the calibration items
     blend: float = 0.0  # weight of the predictor in the item accuracy (0 = kNN only)
+    # Derived once, read by every decision: each item's row in DOMAINS (-1: none), which
+    # scores are recorded, and the scores with 0 where not.
+    domain_rows: np.ndarray = field(init=False, repr=False, compare=False)  # int64 [m]
+    known: np.ndarray = field(init=False, repr=False, compare=False)  # bool [m, p]
+    filled: np.ndarray = field(init=False, repr=False, compare=False)  # float64 [m, p]
+
+    def __post_init__(self) -> None:
+        rows = np.array([DOMAINS.index(d) if d in DOMAINS else -1 for d in self.domains], dtype=np.int64)
+        object.__setattr__(self, "domain_rows", rows)
+        object.__setattr__(self, "known", ~np.isnan(self.score))
+        object.__setattr__(self, "filled", np.where(self.known, self.score, 0.0))
 
 
 def calibrate(
@@ -259,8 +270,7 @@ def knn_accuracy(
     if k <= 0:
         return prior.copy()
     out = np.empty_like(prior)
-    known = ~np.isnan(calib.score)
-    s = np.where(known, calib.score, 0.0)
+    known, s = calib.known, calib.filled
     for start in range(0, embeddings.shape[0], 1024):
         sims = embeddings[start : start + 1024] @ calib.embeddings.T  # [b, m]
         if exclude_self:
@@ -306,16 +316,16 @@ def known_domains(calib: Calibration, embeddings: np.ndarray, domains: Sequence[
     statistics of the domain it reads like, not those of `DOMAINS[0]`. Unchanged where every
     domain is known or the calibration keeps no domains."""
     unknown = [i for i, domain in enumerate(domains) if domain not in DOMAINS]
-    named = [DOMAINS.index(d) if d in DOMAINS else -1 for d in calib.domains]
-    if not unknown or not any(d >= 0 for d in named):
+    named = calib.domain_rows
+    if not unknown or not (named >= 0).any():
         return list(domains)
-    rows = np.flatnonzero(np.asarray(named) >= 0)
+    rows = np.flatnonzero(named >= 0)
     votes = np.zeros((len(unknown), len(DOMAINS)))
-    sims = embeddings[unknown] @ calib.embeddings[rows].T  # [u, m]
+    sims = embeddings[unknown] @ (calib.embeddings if len(rows) == len(named) else calib.embeddings[rows]).T  # [u, m]
     k = min(KNN_K, len(rows))
     nearest = np.argpartition(-sims, k - 1, axis=1)[:, :k]
     for i, row in enumerate(nearest):
-        np.add.at(votes[i], np.asarray(named)[rows[row]], 1.0)
+        np.add.at(votes[i], named[rows[row]], 1.0)
     out = list(domains)
     for i, index in enumerate(unknown):
         out[index] = DOMAINS[int(votes[i].argmax())]  # a tie: the first in DOMAINS' order

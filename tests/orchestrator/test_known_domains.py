@@ -14,6 +14,7 @@ from orchestrator.learning.context_io import context_payload
 from orchestrator.learning.dataset import encode, make_context
 from orchestrator.learning.features import calibrate, known_domains
 from orchestrator.learning.model import PolicyConfig, PolicyNet, save_checkpoint
+from orchestrator.outcomes import DOMAINS
 from orchestrator.policies import make_policy
 from orchestrator.policies.learned import LearnedPolicy
 from orchestrator.protocol import Budget, NodeView, Observation
@@ -37,6 +38,19 @@ def test_an_unknown_domain_takes_the_domain_of_its_nearest_calibration_items() -
 
     assert known_domains(calib, asked, ["", "not-a-domain", "chat"]) == ["code", "math", "chat"]  # a known one stays
     assert known_domains(replace(calib, domains=()), asked, ["", "", ""]) == ["", "", ""]  # no domains kept: as before
+    # only items with a domain vote: the code items unnamed, a code-like text takes math
+    unnamed = replace(calib, domains=("math",) * 12 + ("",) * 12)
+    assert unnamed.domain_rows.tolist() == [DOMAINS.index("math")] * 12 + [-1] * 12
+    assert known_domains(unnamed, asked[:1], [""]) == ["math"]
+
+
+def test_a_calibration_derives_what_each_decision_reads_once() -> None:
+    score = np.array([[1.0, np.nan], [0.0, 1.0]])
+    calib = calibrate(np.eye(2, dtype=np.float32), ["math", "chat"], score, np.ones((2, 2)), predictor=False)
+    assert calib.known.tolist() == [[True, False], [True, True]]
+    assert calib.filled.tolist() == [[1.0, 0.0], [0.0, 1.0]]
+    changed = replace(calib, score=np.array([[np.nan, 0.0], [1.0, 1.0]]))  # derived again from the new fields
+    assert changed.known.tolist() == [[False, True], [True, True]] and changed.filled[0].tolist() == [0.0, 0.0]
 
 
 def test_the_live_policy_infers_the_domain_as_the_evaluation_encodes_it(tmp_path: Path) -> None:
