@@ -103,8 +103,11 @@ class LoadCounter:
 def time_decisions(config: dict[str, object], pairs: tuple[Pair, ...], n: int, *, fresh_text: bool) -> list[float]:
     """Milliseconds per decision: make the policy from `config`, as each run step does, and act."""
     samples = []
+    run = time.time_ns()  # new texts are new to the on-disk embedding cache in every run of the bench
     for i in range(n + 10):
-        text = f"Which planet is larger, Mars or Venus? (variant {i})" if fresh_text else "Which planet is larger?"
+        text = "Which planet is larger?"
+        if fresh_text:
+            text = f"Which planet is larger, Mars or Venus? (variant {run}-{i})"
         node = NodeView(key="root", kind="root", text=text, status="ready", depth=0)
         observation = Observation(
             task_text=text, decomposable=False, nodes=(node,), budget_left=Budget(), pairs=pairs, domain="reasoning"
