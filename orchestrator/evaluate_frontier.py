@@ -5,7 +5,8 @@ whether the learned policy's presets keep their promise (issue 47).
   items, or the zero router's hull (fixed pairs and mixes of two), reaches more accuracy at
   no more cost. The zero router's own points are counted too, each against the single pairs
   and the hull of its other points: the same test for a router that reads no prompt, so the
-  count shows how much of it the test items' noise alone makes (docs/evaluation.md).
+  count shows how much of it the test's noise and the probe's misranked pairs make
+  (docs/evaluation.md, "The test's noise floor").
 - **Presets** (`policies.COST_PRESETS`), read off the learned policy's points at their λ:
   `cheap` at least as accurate as the cheapest pair, at no more than its cost; `best` at
   least as accurate as the most accurate pair; `balanced` not dominated.
@@ -84,7 +85,8 @@ def frontier_lines(results: Sequence[MethodResult], beaten: dict[str, int], pres
         counts = ", ".join(f"{name} {count}" for name, count in beaten.items() if name != ZERO)
         lines.append(f"dominated points (by {by}, at no more cost): {counts}")
         if ZERO in beaten:
-            lines.append(f"  the zero router's own, by a single pair or its other points (noise alone): {beaten[ZERO]}")
+            own = "by a single pair or its other points (a router that reads no prompt)"
+            lines.append(f"  the zero router's own, {own}: {beaten[ZERO]}")
     for preset, check in presets.items():
         verdict = "held" if check["held"] else "NOT HELD"
         lines.append(

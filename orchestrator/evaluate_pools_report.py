@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from orchestrator.evaluate_frontier import ZERO
 from orchestrator.evaluate_report import LEARNED
 
 
@@ -90,8 +91,8 @@ def summarize(rows: Sequence[dict[str, Any]], methods: Sequence[str], ks: Sequen
 
 def zero_floor_line(rows: Sequence[dict[str, Any]]) -> str | None:
     """The zero router's own dominated points (`evaluate_frontier.own_dominated`): what the
-    dominance test finds in a router that reads no prompt, from the test items' noise alone."""
-    counts = [r["dominated"] for r in rows if r["method"] == "zero" and r.get("dominated") is not None]
+    dominance test finds in a router that reads no prompt."""
+    counts = [r["dominated"] for r in rows if r["method"] == ZERO and r.get("dominated") is not None]
     if not counts:
         return None
     return (
@@ -108,7 +109,7 @@ def against_zero(rows: Sequence[dict[str, Any]], per_split_rb: dict[str, dict[st
     for split, scores in per_split_rb.items():
         dominated = [r["dominated"] for r in rows if r["split"] == split and r["method"] == LEARNED
                      and r.get("dominated") is not None]  # fmt: skip
-        floor = [r["dominated"] for r in rows if r["split"] == split and r["method"] == "zero"
+        floor = [r["dominated"] for r in rows if r["split"] == split and r["method"] == ZERO
                  and r.get("dominated") is not None]  # fmt: skip
         if LEARNED not in scores:
             continue

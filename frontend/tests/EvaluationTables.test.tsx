@@ -71,7 +71,7 @@ it("gives the zero router's own dominated points apart, as the noise floor", () 
   render(<MetricsTable report={{ ...REPORT, dominated_points }} />);
   expect(screen.getByTestId("dominated-points").textContent).toBe(
     "Dominated points (a single pair or the zero router does better at no more cost): learned 0, knn 1, mf 1" +
-      "; the zero router's own, by a single pair or its other points (the test items' noise alone): 3",
+      "; the zero router's own, by a single pair or its other points (a router that reads no prompt): 3",
   );
 });
 

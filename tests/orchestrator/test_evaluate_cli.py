@@ -167,4 +167,4 @@ def test_cli_reports_aiq_rb_the_zero_router_and_dominated_points(outcomes, tmp_p
     # the zero router's own points, each against the single pairs and its other points
     assert report["dominated_points"]["zero"] == len(own_dominated(
         [tuple(p) for p in zero["points"]], {k: tuple(v) for k, v in report["single_pairs"].items()}))  # fmt: skip
-    assert "the zero router's own, by a single pair or its other points (noise alone): " in text
+    assert "the zero router's own, by a single pair or its other points (a router that reads no prompt): " in text

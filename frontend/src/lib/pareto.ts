@@ -95,7 +95,7 @@ export function dominatedPoints(report: EvaluationReport): [string, number][] {
 }
 
 /** How many of the zero router's own points a single pair or its other points beat: the same
- * test for a router that reads no prompt, what the test items' noise alone makes; null without it. */
+ * test for a router that reads no prompt; null without it. */
 export function zeroOwnDominated(report: EvaluationReport): number | null {
   return report.dominated_points?.zero ?? null;
 }

@@ -84,7 +84,7 @@ export function MetricsTable({ report }: { report: EvaluationReport }) {
           Dominated points ({zeroRan ? "a single pair or the zero router" : "a single pair"} does better at no more
           cost): {dominated.map(([method, count]) => `${method} ${count}`).join(", ")}
           {zeroOwn !== null &&
-            `; the zero router's own, by a single pair or its other points (the test items' noise alone): ${zeroOwn}`}
+            `; the zero router's own, by a single pair or its other points (a router that reads no prompt): ${zeroOwn}`}
         </p>
       )}
       {presets.length > 0 && (
