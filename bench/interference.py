@@ -140,8 +140,8 @@ def measure_primitive(
     alone: dict[int, list[float]] = {}
     within: list[Within] = []
     with ThreadPoolExecutor(args.concurrency) as pool:
-        for n, (i, found) in enumerate(zip(jobs, pool.map(one_alone, jobs), strict=True), 1):
-            alone.setdefault(i, []).append(found)
+        for n, (i, got) in enumerate(zip(jobs, pool.map(one_alone, jobs), strict=True), 1):
+            alone.setdefault(i, []).append(got)
             progress("alone", n, len(jobs))
         for n, row in enumerate(pool.map(one_whole, composites), 1):
             within.append(row)
@@ -171,13 +171,13 @@ def print_table(results: dict[str, Any]) -> None:
 
     print(f"\n{'primitive':16} {'parts':>5} {'composites':>10} {'parts':>6} {'found':>6} {'alone':>22} "
           f"{'within':>22} {'within - alone':>25} {'within / alone':>22}")  # fmt: skip
-    for primitive, found in results.items():
-        for bucket, row in found["buckets"].items():
+    for primitive, result in results.items():
+        for bucket, row in result["buckets"].items():
             print(f"{primitive:16} {bucket:>5} {row.composites:>10} {row.parts:>6} {row.found:>6.3f} "
                   f"{share(row.alone):>22} {share(row.within):>22} {show(row.difference):>25} "
                   f"{share(row.ratio):>22}")  # fmt: skip
-        print(f"{primitive}: {found['alone_calls']} alone calls and {found['whole_calls']} whole calls in "
-              f"{found['seconds']:.0f} s")  # fmt: skip
+        print(f"{primitive}: {result['alone_calls']} alone calls and {result['whole_calls']} whole calls in "
+              f"{result['seconds']:.0f} s")  # fmt: skip
 
 
 def as_json(results: dict[str, Any], args: argparse.Namespace, model: str) -> dict[str, Any]:
@@ -187,9 +187,9 @@ def as_json(results: dict[str, Any], args: argparse.Namespace, model: str) -> di
         "setting": {"composites": args.composites, "samples": args.samples, "seed": args.seed,
                     "buckets": {name: list(bounds) for name, bounds in BUCKETS.items()}},
         "primitives": {
-            primitive: {**{k: v for k, v in found.items() if k != "buckets"},
-                        "buckets": {bucket: row.as_dict() for bucket, row in found["buckets"].items()}}
-            for primitive, found in results.items()
+            primitive: {**{k: v for k, v in result.items() if k != "buckets"},
+                        "buckets": {bucket: row.as_dict() for bucket, row in result["buckets"].items()}}
+            for primitive, result in results.items()
         },
     }  # fmt: skip
 

@@ -201,8 +201,8 @@ def time_parts(config: dict[str, object], pairs: tuple[Pair, ...], n: int, token
             )
             start = time.perf_counter()
             make_policy("learned", config).act(observation)
-            parts = timer.take(time.perf_counter() - start)
-            parts["decision"] = (time.perf_counter() - start) * 1e3
+            total = time.perf_counter() - start
+            parts = timer.take(total) | {"decision": total * 1e3}
             if i >= 5:  # warm-up
                 rows.append(parts)
     print(f"parts of a decision, new text of {counted} tokens, {n} decisions (ms, p50 / p95) {load()}:")
