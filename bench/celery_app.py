@@ -98,8 +98,8 @@ def _install_profile(path: str) -> None:
 
     import orchestrator.core as core
     import studio.services.attempts as attempts
-    import studio.services.engine as engine
     import studio.services.events as events
+    import studio.services.live_shell as shell
     import workers.execution as execution
 
     def on_connection(sender: Any, connection: Any, **kwargs: Any) -> None:
@@ -113,9 +113,9 @@ def _install_profile(path: str) -> None:
     execution.execute = _timed("provider", execution.execute)
     # Modules call these by their global names, so replacing the module attribute times every call.
     for module, names in (
-        (engine, ("_load", "_policy", "admissible_pairs", "_write", "_write_nodes", "_write_attempts")),
-        (engine, ("run_events_append",)),
-        (core, ("step",)),  # the engine calls core.step by the module's attribute
+        (shell, ("_load", "_policy", "admissible_pairs", "_write", "_write_nodes", "_write_attempts")),
+        (shell, ("run_events_append",)),
+        (core, ("step",)),  # the live shell calls core.step by the module's attribute
         (attempts, ("run_events_append",)),
         (execution, ("attempts_start", "attempts_finish")),  # imported there by name
     ):

@@ -11,7 +11,7 @@ compared with its recording, field by field (response, score, tokens, cost, prom
 benchmark, domain). Goal: 0 mismatches, 0 missing rows.
 
 Throughput. Tasks of arithmetic questions (gsm8k checker) × `--endpoints` endpoints of the
-scripted OpenAI-compatible server (tests/support/scripted_openai.py, on 127.0.0.1, in a
+scripted OpenAI-compatible server (providers/scripted_openai.py, on 127.0.0.1, in a
 process of its own as an upstream is),
 collected by `workers.collection.run_collection` in this process: each cell a litellm call
 over HTTP, its answer checked, its outcome row and the collection's spend written in one
@@ -47,7 +47,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.harness import bench_environment, bench_user, code_version, load_average, verdict  # noqa: E402
-from tests.support.scripted_openai import Reply, ScriptedOpenAI, last_user  # noqa: E402
+from providers.scripted_openai import Reply, ScriptedOpenAI, last_user  # noqa: E402
 
 ENDPOINTS = 4
 PRICE = 1000.0  # $/Mtok in and out: a 10 + 5 token reply costs $0.015

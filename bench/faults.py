@@ -44,7 +44,7 @@ from bench.harness import (  # noqa: E402
     verdict,
     wait_runs,
 )
-from tests.support.scripted_openai import FAULT_KINDS, Faults, Reply, ScriptedOpenAI, last_user  # noqa: E402
+from providers.scripted_openai import FAULT_KINDS, Faults, Reply, ScriptedOpenAI, last_user  # noqa: E402
 
 PRICE = 1000.0  # $/M tokens, in and out, of the cheapest endpoint
 ENDPOINTS = (("cheap", 1), ("mid", 2), ("dear", 4))

@@ -3,7 +3,7 @@ LiteLLM Proxy, and through Orchestra's /v1, at several concurrencies.
 
     .venv/bin/python bench/gateway.py [--concurrency 1,16,64] [--requests 200] [--skip-proxy]
 
-The upstream is the scripted OpenAI-compatible server (tests/support/scripted_openai.py) in a
+The upstream is the scripted OpenAI-compatible server (providers/scripted_openai.py) in a
 process of its own on 127.0.0.1: every reply at once, content "42", 10 + 5 tokens. The same
 prompts reach it by three routes:
 
@@ -94,7 +94,7 @@ OVERHEAD_GOAL_MS = 15.0
 
 
 def serve() -> None:
-    from tests.support.scripted_openai import Reply, ScriptedOpenAI
+    from providers.scripted_openai import Reply, ScriptedOpenAI
 
     with ScriptedOpenAI(lambda body: Reply(content=ANSWER, prompt_tokens=10, completion_tokens=5)) as server:
         print(server.base_url, flush=True)

@@ -7,7 +7,7 @@ call answers whole, on the local model (issue 48).
 REAL: every answer is the model's own; nothing is recorded beforehand or made up.
 
 1. The server: llama.cpp's OpenAI-compatible server on the shipped SmolLM2-135M-Instruct
-   GGUF (studio/local_model.py), `--threads` threads, on a free loopback port, with `up`'s
+   GGUF (providers/local_model.py), `--threads` threads, on a free loopback port, with `up`'s
    context (2048). `--url` (with `--model`, the name it serves) measures a server that
    already runs instead: any OpenAI-compatible one.
 2. Items: the shipped items of `data/outcomes/smollm2.jsonl.gz` (60 seeded arithmetic items
@@ -17,7 +17,7 @@ REAL: every answer is the model's own; nothing is recorded beforehand or made up
    ("Answer each part:\n\nPart 1: ...", `composite.build.composite_text`).
 4. Alone: each item with each primitive, `--samples` calls. Whole: each composite with each
    primitive, one call. Every call goes through the workers' own primitive and litellm's
-   OpenAI-compatible provider (`workers.primitives.run_primitive`), with the server's
+   OpenAI-compatible provider (`providers.primitives.run_primitive`), with the server's
    default sampling, as the studio calls the model.
 5. Scoring: an alone answer as the primitive reads it (`EXTRACTORS`), by the checker. A whole
    answer is cut at its "Part n" markers (`split_parts`); each piece is read by the
@@ -73,8 +73,8 @@ def served(args: argparse.Namespace) -> Iterator[tuple[str, str]]:
         yield args.url, args.model
         return
     from bench.harness import free_port
-    from studio.local_model import Server, shipped_file
-    from tests.support import local_model as support
+    from providers import local_server as support
+    from providers.local_model import Server, shipped_file
 
     spec = Server(file=shipped_file(), name=NAME, host="127.0.0.1", port=free_port(), threads=args.threads,
                   context=2048)  # fmt: skip
@@ -87,8 +87,8 @@ def served(args: argparse.Namespace) -> Iterator[tuple[str, str]]:
 
 def answer(url: str, model: str, primitive: str, prompt: str) -> tuple[str | None, str]:
     """(the primitive's answer or None where it failed, its whole output) of one real call."""
-    from workers.llm import EndpointConfig, LLMClient
-    from workers.primitives import PrimitiveInput, run_primitive
+    from providers.llm import EndpointConfig, LLMClient
+    from providers.primitives import PrimitiveInput, run_primitive
 
     llm = LLMClient(EndpointConfig(model=f"openai/{model}", api_base=url, api_key="no-key", timeout_s=300.0))
     envelope = run_primitive(primitive, llm, PrimitiveInput(prompt=prompt))
@@ -98,7 +98,7 @@ def answer(url: str, model: str, primitive: str, prompt: str) -> tuple[str | Non
 
 
 def score(benchmark: str, text: str | None, gold: str) -> float:
-    from workers.checkers import check
+    from providers.checkers import check
 
     return float(check(benchmark, text, gold).score) if text else 0.0
 
@@ -112,7 +112,7 @@ def measure_primitive(
     args: argparse.Namespace,
 ) -> dict[str, Any]:
     """One primitive: every item alone `--samples` times, then every composite whole."""
-    from workers.primitives.base import EXTRACTORS
+    from providers.primitives.base import EXTRACTORS
 
     extract = EXTRACTORS[primitive]
     started = time.perf_counter()
@@ -207,7 +207,7 @@ def main() -> int:
     parser.add_argument("--json", type=Path, help="write the measured interference here")
     args = parser.parse_args()
     args.primitives = [p.strip() for p in args.primitives.split(",") if p.strip()]
-    from workers.primitives.base import EXTRACTORS
+    from providers.primitives.base import EXTRACTORS
 
     unknown = [p for p in args.primitives if p not in EXTRACTORS]
     if unknown or not args.primitives:

@@ -1,5 +1,5 @@
 """The user's loop on a real model: the local model (SmolLM2-135M-Instruct under llama.cpp's
-server, studio/local_model.py) with each of its primitives, collected, calibrated, trained on
+server, providers/local_model.py) with each of its primitives, collected, calibrated, trained on
 and served through /v1, then compared on held-out items with every single pair and the oracle.
 
     .venv/bin/python bench/local_loop.py [--train 60] [--test 200] [--primitives direct,cot]
@@ -161,7 +161,7 @@ def ship(path: Path, source: str, task_ids: list[int], seed: int) -> int:
 
 
 def score(answer: str, gold: str) -> float:
-    from workers.checkers import check
+    from providers.checkers import check
 
     return check(BENCHMARK, answer, gold).score
 
@@ -196,8 +196,8 @@ def main() -> int:
     print(f"Local loop (REAL: SmolLM2-135M-Instruct, llama.cpp, {args.threads} threads): {len(train)} items collected "
           f"x {len(primitives)} pairs ({', '.join(primitives)}), {len(test)} held out (no text shared), served "
           f"through /v1 at {', '.join(presets)}.\nStart: {load_average()}; {code_version()}", flush=True)  # fmt: skip
-    from studio.local_model import Server, shipped_file
-    from tests.support import local_model as support
+    from providers import local_server as support
+    from providers.local_model import Server, shipped_file
 
     spec = Server(file=shipped_file(), name="smollm2", host="127.0.0.1", port=free_port(), threads=args.threads,
                   context=2048)  # fmt: skip

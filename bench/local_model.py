@@ -1,4 +1,4 @@
-"""The local model (studio/local_model.py): how fast it answers, directly and through /v1.
+"""The local model (providers/local_model.py): how fast it answers, directly and through /v1.
 
     .venv/bin/python bench/local_model.py [--concurrency 1,4,8] [--requests 16] [--threads 1] [--skip-proxy]
 
@@ -246,8 +246,8 @@ def main() -> int:
           f"concurrency {', '.join(map(str, concurrencies))}, {args.requests} requests each.\n"
           f"Start: {load_average()}; {code_version()}", flush=True)  # fmt: skip
     from bench import gateway
-    from studio.local_model import Server, check, shipped_file
-    from tests.support import local_model as support
+    from providers import local_server as support
+    from providers.local_model import Server, check, shipped_file
 
     script, proxy_problem = gateway.install_proxy() if not args.skip_proxy else (None, "--skip-proxy")
 

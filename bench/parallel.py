@@ -37,7 +37,7 @@ from bench.harness import (  # noqa: E402
     verdict,
     wait_runs,
 )
-from tests.support.scripted_openai import Reply, ScriptedOpenAI, last_user  # noqa: E402
+from providers.scripted_openai import Reply, ScriptedOpenAI, last_user  # noqa: E402
 
 PHASE_GOAL_S = 0.75
 SPEEDUP_GOAL = 5.3

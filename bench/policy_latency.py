@@ -39,10 +39,10 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from orchestrator.core.protocol import Budget, NodeView, Observation, Pair, PairRef  # noqa: E402
 from orchestrator.learning.method import LearnedConfig  # noqa: E402
 from orchestrator.outcomes import read_prices  # noqa: E402
 from orchestrator.policies import make_policy  # noqa: E402
-from orchestrator.protocol import Budget, NodeView, Observation, Pair, PairRef  # noqa: E402
 from orchestrator.routing.table import load_table  # noqa: E402
 from orchestrator.train_policy import train  # noqa: E402
 

@@ -28,8 +28,8 @@ import litellm  # noqa: E402
 from litellm import CustomLLM  # noqa: E402
 
 from orchestrator.outcomes import read_outcomes  # noqa: E402
-from tests.support.scripted_openai import Reply, ScriptedOpenAI  # noqa: E402
-from workers import replay  # noqa: E402
+from providers import replay  # noqa: E402
+from providers.scripted_openai import Reply, ScriptedOpenAI  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -158,7 +158,7 @@ def check_checkpoint(run_ids: list[int], checkpoint_id: int) -> None:
 
 
 def score(spec: Any, answer: str) -> float:
-    from workers.checkers import check
+    from providers.checkers import check
 
     return check(spec.checker, answer, spec.gold, item={"prompt": spec.text, **spec.metadata}).score
 

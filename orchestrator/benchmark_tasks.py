@@ -3,7 +3,7 @@
     benchmark_tasks("gsm8k", 50, seed=0)  -> 50 TaskSpecs, the same 50 for the same seed
 
 Each spec carries what a task needs to be scored and run: the prompt text, the gold answer
-and checker (`orchestrator.checking`), the domain, the item id, and the metadata the checker
+and checker (`orchestrator.core.checking`), the domain, the item id, and the metadata the checker
 and the primitives read (a code item's `entry_point` and `tests`, a BFCL item's `tools`), plus
 `reference`: an answer the checker accepts (the worked solution, the canonical code, the gold
 calls), which tests and the synthetic pool (`workers.synthetic_answers`) use.

@@ -15,7 +15,7 @@
   studio's), with the calibration it carries, instead of one fitted here: the figures of the
   policy that the studio serves (`bench/parity.py` compares them with live runs).
 - --engine: how the learned method plays its items. `core` (the default): each item is a
-  run of the orchestration core, the decisions a live run makes (`orchestrator.core.offline`).
+  run of the orchestration core, the decisions a live run makes (`orchestrator.offline.shell`).
   `vectorized`: the batched episodes training plays, which decide the same
   (`tests/orchestrator/test_core_offline.py`) and take a fraction of the time.
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from orchestrator.protocol import ProtocolViolation, SubtaskSpec, check_subtasks
+from orchestrator.core.protocol import ProtocolViolation, SubtaskSpec, check_subtasks
 
 MAX_SUBTASKS = 12
 PRIMITIVES = (
@@ -108,19 +108,3 @@ def parse_plan(reply: str) -> tuple[SubtaskSpec, ...]:
     except ProtocolViolation as exc:
         raise PlanError(str(exc)) from None
     return specs
-
-
-def plan_to_json(specs: tuple[SubtaskSpec, ...]) -> list[dict[str, Any]]:
-    return [{"id": s.id, "text": s.text, "depends_on": list(s.depends_on), "primitive": s.primitive} for s in specs]
-
-
-def plan_from_json(data: list[dict[str, Any]]) -> tuple[SubtaskSpec, ...]:
-    return tuple(
-        SubtaskSpec(
-            id=str(d["id"]),
-            text=str(d["text"]),
-            depends_on=tuple(d.get("depends_on", ())),
-            primitive=d.get("primitive"),
-        )
-        for d in data
-    )

@@ -3,7 +3,7 @@
     {"prompt": "What is 6*7?", "gold": "42", "checker": "gsm8k", "domain": "math"}
 
 `prompt` (non-empty), `gold` (a string, or a number; a list or object is kept as its JSON, as
-BFCL's gold calls are), `checker` (a name of `orchestrator.checking`) and `domain` (one of
+BFCL's gold calls are), `checker` (a name of `orchestrator.core.checking`) and `domain` (one of
 `orchestrator.outcomes.DOMAINS`) are required; `benchmark` (a string) and `metadata` (an
 object: `item_id`, a code task's `entry_point` and `tests`, a tool task's `tools`) are optional.
 Any other key is an error, so that a misspelt one is not dropped in silence.
@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from orchestrator.benchmark_tasks import TaskSpec
-from orchestrator.checking import KINDS, benchmark_key, checker_names, has_checker
+from orchestrator.core.checking import KINDS, benchmark_key, checker_names, has_checker
 from orchestrator.outcomes import DOMAINS
 
 REQUIRED = ("prompt", "gold", "checker", "domain")

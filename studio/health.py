@@ -10,7 +10,7 @@ from django.conf import settings
 from django.db import connection
 from psycopg_pool import PoolTimeout
 
-from studio.local_model import check
+from providers.local_model import check
 from studio.queues import app as celery_app
 from studio.unavailable import first_line
 
@@ -74,7 +74,7 @@ def check_worker(timeout: float = 1.0) -> dict[str, Any]:
 
 
 def check_model() -> dict[str, Any] | None:
-    """The local model's server (studio/local_model.py), where this studio has one: None when
+    """The local model's server (providers/local_model.py), where this studio has one: None when
     ORCHESTRA_LOCAL_MODEL is off or no server is known (a web host without ORCHESTRA_LOCAL_MODEL_URL)."""
     if not settings.ORCHESTRA_LOCAL_MODEL or not settings.ORCHESTRA_LOCAL_MODEL_URL:
         return None

@@ -4,7 +4,7 @@
   the last user message becomes a task, a run of it starts on a pool, and the response
   is the run's final answer once it ends (or, with `stream: true`, server-sent events).
   The messages around it, `tools`, `tool_choice` and `response_format` ride with the task
-  (`workers.conversation`), and tool calls come back as `message.tool_calls`.
+  (`providers.conversation`), and tool calls come back as `message.tool_calls`.
 - `GET /v1/models` and `GET /v1/models/<id>`: the models above, one per policy.
 
 Authentication is the API bearer token only (no session, no CSRF). Errors have OpenAI's

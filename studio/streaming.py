@@ -1,6 +1,6 @@
 """A model's tokens as they arrive, for whoever follows the run.
 
-An attempt is streamed (`workers.llm.token_sink`) when someone follows it:
+An attempt is streamed (`providers.llm.token_sink`) when someone follows it:
 
 - a streamed /v1 request answered by the fast path: the call is made in the request's own
   process, and `completion_events` sends the text as content chunks while it grows;
@@ -60,7 +60,7 @@ def watched(run_id: int) -> bool:
 
 
 class RunTokens:
-    """One attempt's streamed text (`workers.llm.TokenSink`): kept whole in `text`, sent to the
+    """One attempt's streamed text (`providers.llm.TokenSink`): kept whole in `text`, sent to the
     run's group, and, where a listener is set (`listen`), woken on each piece."""
 
     def __init__(self, run_id: int, node: str, attempt: int, primitive: str) -> None:

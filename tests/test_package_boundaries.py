@@ -1,14 +1,22 @@
 """The packages' boundaries, read from the source: every import statement, at module level and
-inside functions. `workers/` may import `studio/` (its services, selectors and models);
-`studio/` sends tasks by name (`studio.queues`), names the one worker function it calls in its
-own process the same way (`ORCHESTRA_ATTEMPT_EXECUTOR`, /v1's fast path), and imports nothing
-of `workers/`, so the two never import each other. `orchestrator/` imports neither. `workers/`
-reads and writes rows only through studio's services and selectors: it never touches a model's
-manager (`.objects`)."""
+inside functions.
+
+- `orchestrator/` imports neither studio, workers nor Django, and its core
+  (`orchestrator/core/`) only itself and the standard library: importing it loads nothing else.
+- `providers/` (the calls an attempt makes) imports neither studio, workers, Django, Celery
+  nor the tests; studio and workers both import it.
+- `workers/` may import `studio/` (its services, selectors and models); `studio/` sends tasks
+  by name (`studio.queues`) and imports nothing of `workers/`, so the two never import each
+  other. `workers/` reads and writes rows only through studio's services and selectors: it
+  never touches a model's manager (`.objects`).
+- `bench/` imports nothing of `tests/`: what both use (the scripted OpenAI-compatible server,
+  the local model's server) is in `providers/`."""
 
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -16,8 +24,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def imports_of(package: str) -> dict[str, set[str]]:
-    """Source file -> the top-level packages it imports (absolute imports; relative ones stay inside)."""
+def modules_imported(package: str) -> dict[str, set[str]]:
+    """Source file -> the modules it imports, dotted (absolute imports; relative ones stay inside)."""
     found: dict[str, set[str]] = {}
     for path in sorted((ROOT / package).rglob("*.py")):
         if "migrations" in path.parts:
@@ -25,11 +33,16 @@ def imports_of(package: str) -> dict[str, set[str]]:
         names: set[str] = set()
         for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
             if isinstance(node, ast.Import):
-                names.update(alias.name.split(".")[0] for alias in node.names)
+                names.update(alias.name for alias in node.names)
             elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                names.add(node.module.split(".")[0])
+                names.add(node.module)
         found[str(path.relative_to(ROOT))] = names
     return found
+
+
+def imports_of(package: str) -> dict[str, set[str]]:
+    """Source file -> the top-level packages it imports."""
+    return {path: {name.split(".")[0] for name in names} for path, names in modules_imported(package).items()}
 
 
 def importers(package: str, target: str) -> list[str]:
@@ -44,6 +57,59 @@ def test_studio_and_workers_do_not_import_each_other() -> None:
 @pytest.mark.parametrize("other", ["studio", "workers", "django"])
 def test_orchestrator_imports_neither(other: str) -> None:
     assert importers("orchestrator", other) == []
+
+
+@pytest.mark.parametrize("other", ["studio", "workers", "django", "celery", "tests"])
+def test_providers_import_none_of_the_services(other: str) -> None:
+    assert importers("providers", other) == []
+
+
+def test_studio_and_workers_both_import_providers() -> None:
+    assert importers("studio", "providers")
+    assert importers("workers", "providers")
+
+
+def test_bench_imports_no_tests() -> None:
+    assert len(imports_of("bench")) >= 20, "the scan found too few bench scripts"
+    assert importers("bench", "tests") == []
+
+
+def outside_the_core(names: set[str]) -> set[str]:
+    """The imports that are neither the core's own nor the standard library's."""
+    return {
+        name
+        for name in names
+        if name != "orchestrator.core"
+        and not name.startswith("orchestrator.core.")
+        and name.split(".")[0] not in sys.stdlib_module_names | {"__future__"}
+    }
+
+
+def test_the_core_imports_only_the_core() -> None:
+    found = modules_imported("orchestrator/core")
+    assert len(found) >= 8, f"the scan found {len(found)} modules in the core"
+    assert {path: outside_the_core(names) for path, names in found.items() if outside_the_core(names)} == {}
+
+
+def test_importing_the_core_loads_nothing_else() -> None:
+    """What `import orchestrator.core` loads, in a fresh interpreter: the core, the package's
+    `__init__`, the standard library; no other module of the project and no third party."""
+    code = (
+        "import sys; before = set(sys.modules); import orchestrator.core; "
+        "print('\\n'.join(sorted(set(sys.modules) - before)))"
+    )
+    loaded = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    names = set(loaded.stdout.split())
+    assert "orchestrator.core.step" in names
+    assert outside_the_core(names - {"orchestrator"}) == set()
+
+
+def test_the_core_check_sees_an_import_from_outside() -> None:
+    assert outside_the_core({"orchestrator.core.state", "json", "collections.abc"}) == set()
+    assert outside_the_core({"orchestrator.composite.items", "numpy", "orchestrator.core"}) == {
+        "orchestrator.composite.items",
+        "numpy",
+    }
 
 
 def managers_used(package: str) -> list[str]:
@@ -74,10 +140,10 @@ def test_the_scan_sees_imports_inside_functions(tmp_path: Path, monkeypatch: pyt
     assert importers("pkg", "workers") == ["pkg/mod.py"]
 
 
-def test_the_worker_function_studio_names_exists() -> None:
+def test_the_executor_studio_names_is_its_own() -> None:
     from django.conf import settings
     from django.utils.module_loading import import_string
 
-    from workers.execution import execute_here
+    from studio.services.calls import execute_here
 
     assert import_string(settings.ORCHESTRA_ATTEMPT_EXECUTOR) is execute_here

@@ -20,6 +20,9 @@ from decimal import Decimal
 
 from django.conf import settings
 
+from providers.checkers import check
+from providers.llm import EndpointConfig, LLMClient
+from providers.primitives import PrimitiveInput, run_primitive
 from studio.db import connection_release
 from studio.models import CollectionStatus
 from studio.services.attempts import envelope_redact
@@ -36,9 +39,6 @@ from studio.services.collections import (
     collection_work,
     dearest_costs,
 )
-from workers.checkers import check
-from workers.llm import EndpointConfig, LLMClient
-from workers.primitives import PrimitiveInput, run_primitive
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +60,7 @@ def call_cell(work: CellWork) -> CellResult | None:
             timeout_s=float(settings.ORCHESTRA_PROVIDER_TIMEOUT_S), max_retries=settings.ORCHESTRA_PROVIDER_MAX_RETRIES,
         )  # fmt: skip
         if config.is_replay:
-            from workers.execution import ensure_replay
+            from studio.services.calls import ensure_replay
 
             ensure_replay()
         task = PrimitiveInput(prompt=work.prompt, item_id=work.item_id, benchmark=work.benchmark, **work.request)

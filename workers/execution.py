@@ -8,7 +8,6 @@ call does not hold back the others' results.
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -17,91 +16,28 @@ from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.db import InterfaceError, OperationalError, connection
 
-from orchestrator.envelope import Envelope
+from orchestrator.core.envelope import Envelope
+from providers.threads import process_pool
 from studio import queues
 from studio.db import connection_release
+from studio.services import calls
 from studio.services.attempts import AttemptWork, attempts_finish, attempts_start
-from studio.streaming import RunTokens, watched
-from studio.threads import process_pool
-from workers import replay
-from workers.llm import EndpointConfig, LLMClient, token_sink
-from workers.primitives import PrimitiveInput, run_primitive
-from workers.replay.db_store import DatabaseStore
+from studio.services.calls import ensure_replay
 
 log = logging.getLogger(__name__)
-
-_lock = threading.Lock()
-_store: DatabaseStore | None = None
-
-INPUT_FIELDS = (
-    "prompt", "item_id", "items", "benchmark", "context", "tests", "entry_point", "candidate", "tools", "feedback",
-    "chat",
-)  # fmt: skip
-
-
-def ensure_replay() -> DatabaseStore:
-    """Serve `replay/` from Postgres in this process (once)."""
-    global _store
-    with _lock:
-        if _store is None:
-            _store = DatabaseStore()
-            replay.install(_store, latency=replay.Latency.parse(settings.ORCHESTRA_REPLAY_LATENCY))
-        return _store
-
-
-def replay_reset() -> None:
-    """Forget the installed replay store, so the next call installs it again with the current
-    settings (tests that change ORCHESTRA_REPLAY_LATENCY)."""
-    global _store
-    with _lock:
-        _store = None
 
 
 def _threads() -> ThreadPoolExecutor:
     return process_pool("attempt", settings.ORCHESTRA_ATTEMPT_THREADS)
 
 
-def _config(work: AttemptWork) -> EndpointConfig:
-    return EndpointConfig(
-        model=work.model,
-        api_base=work.api_base or None,
-        api_key=work.api_key,
-        input_cost_per_mtok=work.input_cost_per_mtok,
-        output_cost_per_mtok=work.output_cost_per_mtok,
-        timeout_s=float(settings.ORCHESTRA_PROVIDER_TIMEOUT_S),
-        max_retries=settings.ORCHESTRA_PROVIDER_MAX_RETRIES,
-    )
-
-
-def _tokens(work: AttemptWork, config: EndpointConfig) -> RunTokens | None:
-    """Where the attempt's tokens go as they arrive: the fast path's own, for a streamed /v1
-    request; else the run's group while someone watches the run (studio.streaming), where
-    someone can (`AttemptWork.watchable`)."""
-    if work.tokens is not None:
-        return work.tokens
-    if config.is_replay or not work.run_id or not work.watchable or not watched(work.run_id):
-        return None
-    return RunTokens(work.run_id, work.node_key, work.number, work.primitive)
-
-
 def execute(work: AttemptWork) -> Envelope:
-    config = _config(work)
-    if config.is_replay:
-        ensure_replay()
-    fields = {key: work.request[key] for key in INPUT_FIELDS if key in work.request}
-    if "items" in fields:
-        fields["items"] = tuple(str(item) for item in fields["items"])
-    task = PrimitiveInput(**fields)
-    tokens = _tokens(work, config)
-    streaming = token_sink.set(tokens) if tokens is not None else None
+    """The attempt's call (`studio.services.calls`), its time limit an envelope: Celery raises
+    the soft limit into the task's own thread, where a lone attempt runs."""
     try:
-        return run_primitive(work.primitive, LLMClient(config), task, work.params)
+        return calls.execute(work)
     except SoftTimeLimitExceeded:
         return Envelope.failure("timeout", "The attempt ran past its time limit.", status="timeout")
-    finally:
-        if streaming is not None:
-            token_sink.reset(streaming)
-            tokens.close()  # type: ignore[union-attr]
 
 
 def _execute_safely(work: AttemptWork) -> Envelope:
@@ -120,12 +56,6 @@ def _execute_in_thread(work: AttemptWork) -> Envelope:
         return _execute_safely(work)
     finally:
         connection_release()
-
-
-def execute_here(work: AttemptWork) -> Envelope:
-    """Run one attempt in this process, on the caller's thread, and hand its connection back:
-    /v1's fast path (studio.services.fast_path, by ORCHESTRA_ATTEMPT_EXECUTOR) calls a pair so."""
-    return _execute_in_thread(work)
 
 
 def _waits(work: AttemptWork) -> bool:

@@ -20,7 +20,7 @@ import litellm
 from tqdm import tqdm
 
 from orchestrator.outcomes import OutcomeFormatError, OutcomeRecord, read_outcomes
-from workers import replay
+from providers import replay
 
 
 def replay_one(record: OutcomeRecord) -> tuple[list[str], float | None]:

@@ -21,7 +21,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from orchestrator.benchmark_tasks import TaskSpec, all_tasks
-from orchestrator.checking import KINDS, benchmark_key
+from orchestrator.core.checking import KINDS, benchmark_key
 
 BENCHMARKS = ("gsm8k", "humaneval", "mbpp", "math500", "hotpotqa", "bfcl")  # every item, once
 BUILTIN_TOOLS = frozenset({"calculator", "python"})  # tool_use's own tools, never an item's

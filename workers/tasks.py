@@ -58,8 +58,8 @@ def execute_attempt(attempt_id: int) -> None:
 @app.task(name="workers.verify_run", **REDELIVERABLE)
 def verify_run(run_id: int) -> None:
     """Check a finished run's answer with its benchmark's checker (studio.services.verification)."""
+    from providers.checkers import check
     from studio.services.verification import run_verification_work, run_verified
-    from workers.checkers import check
 
     work = run_verification_work(run_id=run_id)
     if work is None:
@@ -78,8 +78,8 @@ def record_run(payload: str) -> None:
 
 @app.task(name="workers.run_step", **REDELIVERABLE)
 def run_step(run_id: int) -> None:
-    """One step of a run's state machine (see studio.services.engine). Idempotent."""
-    from studio.services.engine import run_step as step
+    """One step of a run's state machine (see studio.services.live_shell). Idempotent."""
+    from studio.services.live_shell import run_step as step
     from studio.services.scheduling import step_started
 
     step_started(run_id)

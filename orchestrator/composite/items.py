@@ -15,7 +15,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from orchestrator.composite.build import Composite, composite_text
-from orchestrator.protocol import NodeView, Observation, SubtaskSpec
+from orchestrator.core.items import is_composite, leaves
+from orchestrator.core.protocol import NodeView, Observation, SubtaskSpec
 from orchestrator.routing.table import OutcomeTable
 
 # What a part of a composite task keeps from its item: what it is, and what its primitives need.
@@ -28,22 +29,6 @@ def node_items(node: NodeView, observation: Observation) -> list[Mapping[str, An
     if node.kind == "root":
         return list(observation.task_metadata.get("items") or []) if observation.decomposable else []
     return list(node.metadata.get("items") or []) if node.kind == "subtask" else []
-
-
-def is_composite(entry: Mapping[str, Any]) -> bool:
-    return bool(entry.get("items"))
-
-
-def leaves(items: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    """The recorded items under `items`, depth first."""
-    out: list[Mapping[str, Any]] = []
-    for entry in items:
-        out.extend(leaves(entry["items"]) if is_composite(entry) else (entry,))
-    return out
-
-
-def item_ids(items: Sequence[Mapping[str, Any]]) -> list[str]:
-    return [str(leaf["item_id"]) for leaf in leaves(items)]
 
 
 def text_of_items(items: Sequence[Mapping[str, Any]]) -> str:
@@ -85,11 +70,6 @@ def subtasks(items: Sequence[Mapping[str, Any]]) -> tuple[SubtaskSpec, ...]:
                 )
             )
     return tuple(specs)
-
-
-def composite_answer(answers: Sequence[str]) -> str:
-    """One call's answer to several parts, part by part."""
-    return "\n\n".join(f"Part {n}: {answer}" for n, answer in enumerate(answers, 1))
 
 
 def items_of(composite: Composite, table: OutcomeTable) -> list[dict[str, Any]]:

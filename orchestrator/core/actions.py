@@ -6,13 +6,23 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from orchestrator.composite.items import item_ids
+from orchestrator.core.items import item_ids
+from orchestrator.core.protocol import (
+    Accept,
+    Action,
+    Aggregate,
+    Cancel,
+    Decompose,
+    Plan,
+    Repair,
+    Replan,
+    Solve,
+    plan_to_json,
+)
 from orchestrator.core.state import AttemptState, NodeState, RunState
 from orchestrator.core.tree import TEXT_IN_EVENTS, accept, node_created, set_status
-from orchestrator.planner import plan_to_json
-from orchestrator.protocol import Accept, Action, Aggregate, Cancel, Decompose, Plan, Repair, Replan, Solve
 
-# What a primitive may need besides the prompt (workers.primitives.PrimitiveInput), read from
+# What a primitive may need besides the prompt (providers.primitives.PrimitiveInput), read from
 # the task's metadata for the root and from a recorded part's own for a part.
 PRIMITIVE_INPUTS = ("context", "tests", "entry_point", "tools", "candidate", "chat")
 

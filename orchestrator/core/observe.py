@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from orchestrator.core.protocol import AttemptView, Budget, NodeView, Observation, Pair, PairRef, plan_from_json
 from orchestrator.core.state import NodeState, RunState
-from orchestrator.planner import plan_from_json
-from orchestrator.protocol import AttemptView, Budget, NodeView, Observation, Pair, PairRef
 
 
 def node_view(node: NodeState, *, domain: str = "", benchmark: str = "") -> NodeView:

@@ -13,7 +13,7 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
-from orchestrator.protocol import NodeKind, NodeStatus
+from orchestrator.core.protocol import NodeKind, NodeStatus
 
 IN_FLIGHT = frozenset({"queued", "running"})
 DONE_BADLY = frozenset({"failed", "skipped", "cancelled"})

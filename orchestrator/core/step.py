@@ -6,8 +6,8 @@ until it waits or the run ends. Each action is checked (a violation is counted, 
 and never carried out) and applied. What changed is on `state.changes`: new nodes and
 attempts, changed nodes, the events in order, the run's changed fields.
 
-Two shells drive it: the live one (`studio.services.engine`, the run's rows under their
-lock, attempts executed by Celery workers) and the offline one (`orchestrator.core.offline`,
+Two shells drive it: the live one (`studio.services.live_shell`, the run's rows under their
+lock, attempts executed by Celery workers) and the offline one (`orchestrator.offline.shell`,
 attempts answered from a recorded outcome table), so the evaluation's decisions are a run's.
 """
 
@@ -18,15 +18,15 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
-from orchestrator.checking import has_checker
-from orchestrator.composite.items import leaves
 from orchestrator.core.actions import apply
+from orchestrator.core.checking import has_checker
+from orchestrator.core.envelope import ERROR_CAUSES
+from orchestrator.core.items import leaves
 from orchestrator.core.observe import observe
+from orchestrator.core.policy import Policy
+from orchestrator.core.protocol import Finish, Pair, Plan, ProtocolViolation, Repair, Solve, Wait, check_action
 from orchestrator.core.state import DONE_BADLY, NodeState, RunSpec, RunState
 from orchestrator.core.tree import TEXT_IN_EVENTS, absorb, node_created, propagate
-from orchestrator.envelope import ERROR_CAUSES
-from orchestrator.policies import Policy
-from orchestrator.protocol import Finish, Pair, Plan, ProtocolViolation, Repair, Solve, Wait, check_action
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +62,7 @@ def recorded_metadata(item_id: str | None, pairs: list[tuple[str, str]], domain:
 
 
 # A chat that sets tools or a response format goes to these primitives only: they pass both
-# to the provider untouched (workers/primitives/direct.py); the others word the task their way.
+# to the provider untouched (providers/primitives/direct.py); the others word the task their way.
 PASSTHROUGH_PRIMITIVES = frozenset({"direct"})
 
 

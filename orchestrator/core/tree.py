@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from orchestrator.core.envelope import ERROR_CAUSES
+from orchestrator.core.protocol import NodeStatus
 from orchestrator.core.state import DONE_BADLY, AttemptState, NodeState, RunState
-from orchestrator.envelope import ERROR_CAUSES
-from orchestrator.protocol import NodeStatus
 
 MAX_ATTEMPTS_PER_NODE = 4
 TEXT_IN_EVENTS = 2000

@@ -235,10 +235,10 @@ class LearnedMethod:
         return self._route_core(test, lam, cascade)
 
     def _route_core(self, test: OutcomeTable, lam: float, cascade: dict[str, tuple[int, int]] | None) -> Routes:
-        """Each item as a run of the orchestration core (`core.offline`), decided by the runtime
+        """Each item as a run of the orchestration core (`offline.shell`), decided by the runtime
         learned policy on this network and calibration (with the agreement cascade's gate where
         given): the decisions a live run makes."""
-        from orchestrator.core.offline import route_table, table_pairs
+        from orchestrator.offline.shell import route_table, table_pairs
 
         vectors = dict(zip(test.prompts, self._embed(test), strict=True))
         policy = self.runtime_policy(lam, cascade=cascade, embedder=lambda texts: np.stack([vectors[t] for t in texts]))

@@ -1,21 +1,12 @@
-"""Policies: `act(observation) -> action`, found by name in the registry."""
+"""Policies: `act(observation) -> action` (`orchestrator.core.policy.Policy`), found by name in
+the registry."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol
+from typing import Any
 
-from orchestrator.protocol import Action, Observation
-
-
-class Policy(Protocol):
-    name: str
-    # True: an answer leaves its node `answered`, for the policy to accept (Accept) or to ask
-    # another pair for a second opinion (Solve); False: the node succeeds with it.
-    reviews_answers: bool
-
-    def act(self, observation: Observation) -> Action: ...
-
+from orchestrator.core.policy import Policy
 
 PolicyFactory = Callable[[Mapping[str, Any]], Policy]
 REGISTRY: dict[str, PolicyFactory] = {}

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from orchestrator.core.protocol import Pair
 from orchestrator.filecache import load_once
-from orchestrator.protocol import Pair
 
 if TYPE_CHECKING:
     from orchestrator.reward.model import RewardModel

@@ -29,10 +29,8 @@ import numpy as np
 
 from orchestrator.composite.items import node_items, recorded_pairs, subtasks
 from orchestrator.core.actions import part_label
-from orchestrator.envelope import ENDPOINT_ERRORS, TRANSIENT_ERRORS
-from orchestrator.policies import register
-from orchestrator.policies.best_of import Embedder, PlanScorer, best_of_note
-from orchestrator.protocol import (
+from orchestrator.core.envelope import ENDPOINT_ERRORS, TRANSIENT_ERRORS
+from orchestrator.core.protocol import (
     Action,
     Aggregate,
     Cancel,
@@ -48,6 +46,8 @@ from orchestrator.protocol import (
     Solve,
     Wait,
 )
+from orchestrator.policies import register
+from orchestrator.policies.best_of import Embedder, PlanScorer, best_of_note
 
 MAX_REPLANS = 1  # new plans of a decomposed task after its first; then it is solved directly
 

@@ -52,9 +52,11 @@ from typing import Any
 import numpy as np
 import torch
 
-from orchestrator.composite.items import domain_of, leaves, node_items, subtasks
+from orchestrator.composite.items import domain_of, node_items, subtasks
+from orchestrator.core.envelope import TRANSIENT_ERRORS
+from orchestrator.core.items import leaves
+from orchestrator.core.protocol import Accept, Action, Decompose, NodeView, Observation, Pair, PairRef, Repair, Solve
 from orchestrator.embedding import EMBEDDING_DIM
-from orchestrator.envelope import TRANSIENT_ERRORS
 from orchestrator.filecache import load_once
 from orchestrator.learning.cascade import gates_from_payload
 from orchestrator.learning.context_io import context_from_payload
@@ -88,7 +90,6 @@ from orchestrator.policies.default import DefaultConfig, DefaultPolicy
 from orchestrator.policies.learned_calibration import calibration_context
 from orchestrator.policies.learned_cascade import Gate, parse_gate
 from orchestrator.policies.learned_cascade import review as cascade_review
-from orchestrator.protocol import Accept, Action, Decompose, NodeView, Observation, Pair, PairRef, Repair, Solve
 
 PRESETS = COST_PRESETS  # λ in units of the pool's most expensive pair
 ASSUMED_TOKENS = (500, 250)  # (in, out) to price a pair the checkpoint never saw

@@ -29,8 +29,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
-from orchestrator.composite.items import is_composite, subtasks, text_of_items
-from orchestrator.protocol import Action, Decompose, NodeView, Observation, PairRef, Solve, SubtaskSpec
+from orchestrator.composite.items import subtasks, text_of_items
+from orchestrator.core.items import is_composite
+from orchestrator.core.protocol import Action, Decompose, NodeView, Observation, PairRef, Solve, SubtaskSpec
 
 if TYPE_CHECKING:
     from orchestrator.policies.learned import LearnedPolicy

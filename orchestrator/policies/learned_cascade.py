@@ -21,11 +21,11 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from orchestrator.envelope import TRANSIENT_ERRORS
+from orchestrator.core.envelope import TRANSIENT_ERRORS
+from orchestrator.core.protocol import Accept, Action, NodeView, Observation, PairRef, Solve
 from orchestrator.learning.cascade import CascadePlan, Choice, plan_from_scores, run_cascade
 from orchestrator.learning.episode import step_logits
 from orchestrator.learning.features import answer_key
-from orchestrator.protocol import Accept, Action, NodeView, Observation, PairRef, Solve
 
 if TYPE_CHECKING:
     from orchestrator.policies.learned import LearnedPolicy

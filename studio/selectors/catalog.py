@@ -9,7 +9,7 @@ from django.conf import settings
 from django.db.models import QuerySet
 
 from orchestrator.benchmark_tasks import BENCHMARKS
-from orchestrator.checking import checker_names
+from orchestrator.core.checking import checker_names
 from orchestrator.policies import COST_PRESETS, policy_names
 from studio.models import Domain, ModelPool, RecordedOutcome, User
 from studio.selectors.runs import task_benchmarks

@@ -23,7 +23,7 @@ from django.db import transaction
 from django.db.models import QuerySet
 from django.db.models.signals import post_delete, post_save
 
-from orchestrator.protocol import Pair, PairRef
+from orchestrator.core.protocol import Pair, PairRef
 from studio.crypto import decrypt_secret
 from studio.models import Admissibility, ApiToken, Checkpoint, ModelEndpoint, ModelPool, Primitive, User
 

@@ -14,7 +14,7 @@ from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from orchestrator.envelope import Envelope
+from orchestrator.core.envelope import Envelope
 from studio.crypto import MIN_SECRET_CHARS, REDACTED, decrypt_secret
 from studio.models import Attempt, AttemptStatus, ModelEndpoint, Node, Primitive, Run
 from studio.services.bulk import rows_update

@@ -251,7 +251,7 @@ async def fast_ended(fast: FastRun, limit_s: float) -> Run | None:
 
 def conversation(messages: list[MessageIn]) -> tuple[str, dict[str, Any]]:
     """The task (the last user message's text) and the messages before and after it, as sent
-    (`workers.conversation`: every model call of the run carries them)."""
+    (`providers.conversation`: every model call of the run carries them)."""
     index = next((i for i in range(len(messages) - 1, -1, -1) if messages[i].role == "user"), None)
     if index is None:
         raise OpenAIError(400, "The messages have no user message; the last one is the task.", param="messages")

@@ -17,7 +17,7 @@ import logging
 from django.db import transaction
 from django.utils import timezone
 
-from orchestrator.envelope import Envelope
+from orchestrator.core.envelope import Envelope
 from studio import fast_intents, tracing
 from studio.models import Attempt, AttemptStatus, Node, NodeStatus, Run, RunStatus
 from studio.services.attempts import attempts_finish

@@ -1,12 +1,12 @@
 """/v1's fast path: a request the policy delegates to one pair, decided and called in the
 process that holds the request, and recorded after the answer.
 
-The decisions are the engine's: `orchestrator.core` starts the run and steps it with the
-run's policy and pool, as `studio.services.engine.run_step` does, on the run's state in
+The decisions are the core's: `orchestrator.core` starts the run and steps it with the
+run's policy and pool, as `studio.services.live_shell.run_step` does, on the run's state in
 memory instead of its rows. When the first step sends exactly one attempt, on the root, that
-attempt is called here, on one of ORCHESTRA_FAST_THREADS threads, through the workers' own
-executor (named by ORCHESTRA_ATTEMPT_EXECUTOR: `studio/` calls it by name, as it sends tasks
-by name); its envelope is folded in as `attempts_finish` folds it, and a second step ends the
+attempt is called here, on one of ORCHESTRA_FAST_THREADS threads, through the executor the
+workers' batches use too (`studio.services.calls`, on `providers/`; ORCHESTRA_ATTEMPT_EXECUTOR
+names it); its envelope is folded in as `attempts_finish` folds it, and a second step ends the
 run.
 
 - Ids come from the tables' sequences before the call, in the query that reads the task's
@@ -44,21 +44,21 @@ from django.utils import timezone
 from django.utils.module_loading import import_string
 
 from orchestrator import core
+from orchestrator.core.envelope import Envelope
+from orchestrator.core.policy import Policy
 from orchestrator.core.state import RUN_ENDED, AttemptState, NodeState, RunState
-from orchestrator.envelope import Envelope
-from orchestrator.policies import Policy
+from providers.threads import process_pool
 from studio import fast_intents, queues
 from studio.db import connection_release
 from studio.models import Attempt, Node, Run, RunEvent, Task, User
 from studio.selectors.setup_cache import PoolView, cached, pool_view
 from studio.services.attempts import AttemptWork, endpoint_work, envelope_redact, finished_event
-from studio.services.engine import recorded_fold, recorded_query, run_spec
+from studio.services.live_shell import recorded_fold, recorded_query, run_spec
 from studio.services.policies import default_policy, policy_build, run_checkpoint
 from studio.services.run_record import payload_dump, run_record
 from studio.services.runs import no_pairs, preset_lambda
 from studio.services.tasks import check_task_text
 from studio.streaming import RunTokens
-from studio.threads import process_pool
 
 log = logging.getLogger(__name__)
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from orchestrator.protocol import Pair
+from orchestrator.core.protocol import Pair
 from studio.models import Run
 from studio.selectors.setup_cache import admissible_rows, pair_of
 

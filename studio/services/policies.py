@@ -11,8 +11,9 @@ from typing import Any
 
 from django.conf import settings
 
+from orchestrator.core.policy import Policy
 from orchestrator.errors import CheckpointError
-from orchestrator.policies import Policy, make_policy
+from orchestrator.policies import make_policy
 from studio.errors import Invalid, ServerError
 from studio.models import Checkpoint, CheckpointKind
 from studio.selectors.pools import pool_calibration

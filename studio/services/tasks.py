@@ -8,8 +8,8 @@ from django.conf import settings
 from django.db import transaction
 
 from orchestrator.benchmark_tasks import BENCHMARKS, TaskSpec, benchmark_tasks
-from orchestrator.checking import checker_names, has_checker
 from orchestrator.composite import composite_text
+from orchestrator.core.checking import checker_names, has_checker
 from orchestrator.task_jsonl import TaskFormatError, read_tasks
 from studio.errors import ApplicationError, Invalid
 from studio.models import Domain, Task, User

@@ -240,7 +240,7 @@ ORCHESTRA_ATTEMPT_THREADS = env_int("ORCHESTRA_ATTEMPT_THREADS", 16)
 # The OpenAI-compatible endpoint: the pool a request without `pool` runs on, and how long it waits.
 ORCHESTRA_DEFAULT_POOL: str = env_str("ORCHESTRA_DEFAULT_POOL", "replay-demo") or "replay-demo"
 ORCHESTRA_OPENAI_WAIT_S = env_int("ORCHESTRA_OPENAI_WAIT_S", 300)
-# The local model (studio/local_model.py): `up` serves a real small LLM (SmolLM2-135M, shipped in a
+# The local model (providers/local_model.py): `up` serves a real small LLM (SmolLM2-135M, shipped in a
 # PyPI wheel) through llama.cpp's OpenAI-compatible server, and the demo pool calls it. _URL points
 # at a server that already runs instead (llama.cpp, Ollama, vLLM: its OpenAI base URL); _NAME is
 # the model it serves. _PORT 0 takes a free port at each start. _PRICE is USD per million tokens,
@@ -264,8 +264,8 @@ ORCHESTRA_FAST_THREADS = env_int("ORCHESTRA_FAST_THREADS", 64)
 # A fast run is written by a worker just after its answer; a read of it (the run, its tree, its
 # events, its WebSocket) that comes first waits for it this long at most, then answers 503.
 ORCHESTRA_FAST_READ_WAIT_S = env_float("ORCHESTRA_FAST_READ_WAIT_S", 5.0)
-# The function that calls a pair there, named as studio/ names the workers' tasks: by name.
-ORCHESTRA_ATTEMPT_EXECUTOR = "workers.execution.execute_here"
+# The function that calls a pair there (studio/services/calls.py; a test may name its own).
+ORCHESTRA_ATTEMPT_EXECUTOR = "studio.services.calls.execute_here"
 # GET /metrics (studio/metrics.py): allowed from these addresses (comma-separated, CIDR or
 # single), or from anywhere with `Authorization: Bearer $ORCHESTRA_METRICS_TOKEN`.
 ORCHESTRA_METRICS_ALLOW = metrics_networks(env_str("ORCHESTRA_METRICS_ALLOW", "127.0.0.1,::1") or "")

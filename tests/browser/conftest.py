@@ -17,10 +17,10 @@ from playwright.sync_api import Browser, Page, sync_playwright
 
 from orchestrator.outcomes import read_outcomes, write_outcomes
 from studio.models import User
+from studio.services.calls import replay_reset
 from studio.services.outcomes import load_prices, outcomes_import
 from tests.support.asgi import asgi_server
 from tests.support.worker import running_worker
-from workers.execution import replay_reset
 
 CHROMIUM = "/usr/bin/chromium"
 FLAGS = [

@@ -11,11 +11,11 @@ import time
 import pytest
 from playwright.sync_api import Page, expect
 
+from providers.scripted_openai import ScriptedOpenAI
 from studio.models import CellStatus, Collection, CollectionCell, RecordedOutcome, User
 from tests.browser.axe import assert_accessible
 from tests.browser.conftest import screenshot
 from tests.browser.test_studio import sign_in
-from tests.support.scripted_openai import ScriptedOpenAI
 from tests.workers.test_collection import Arithmetic, arithmetic_tasks, scripted_pool
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]

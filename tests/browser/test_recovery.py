@@ -9,6 +9,7 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
+from providers.scripted_openai import ScriptedOpenAI
 from studio.models import User
 from studio.services.runs import run_create
 from studio.services.tasks import task_create
@@ -16,7 +17,6 @@ from tests.browser.conftest import screenshot
 from tests.browser.test_studio import assert_accessible_at_both_sizes, sign_in
 from tests.integration.test_recovery import Server, make_pool
 from tests.support.runs import wait_for_run
-from tests.support.scripted_openai import ScriptedOpenAI
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 

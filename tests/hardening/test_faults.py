@@ -13,15 +13,15 @@ from typing import Any
 
 import pytest
 
+from providers.llm import EndpointConfig, LLMClient, ProviderError
+from providers.scripted_openai import FAULT_KINDS, Faults, Reply, ScriptedOpenAI, last_user
 from studio.models import Admissibility, Attempt, ModelPool, Primitive, Run
 from studio.services.pools import endpoint_create
 from studio.services.runs import run_create
 from studio.services.tasks import task_create
 from tests.factories import PoolFactory, UserFactory
 from tests.support.runs import wait_for_run
-from tests.support.scripted_openai import FAULT_KINDS, Faults, Reply, ScriptedOpenAI, last_user
 from tests.support.worker import running_worker
-from workers.llm import EndpointConfig, LLMClient, ProviderError
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 

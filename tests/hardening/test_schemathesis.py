@@ -48,7 +48,7 @@ from schemathesis.config import SchemathesisConfig
 from schemathesis.core.result import Err
 from schemathesis.schemas import APIOperation
 
-from orchestrator.envelope import Envelope
+from orchestrator.core.envelope import Envelope
 from studio import openai_compat, openai_schemas
 from studio.api import api
 from studio.models import (

@@ -31,6 +31,7 @@ from django.test import Client
 from django.urls import reverse
 from kombu.messaging import Producer
 
+from providers.scripted_openai import Reply, ScriptedOpenAI, last_user
 from studio.api import api
 from studio.asgi import application
 from studio.crypto import decrypt_secret
@@ -47,7 +48,6 @@ from studio.models import (
 from studio.services.tokens import token_create
 from tests.factories import UserFactory
 from tests.support.runs import wait_for_run
-from tests.support.scripted_openai import Reply, ScriptedOpenAI, last_user
 from tests.support.worker import running_worker
 from workers.celery import QUEUES
 

@@ -8,9 +8,9 @@ from decimal import Decimal
 
 import pytest
 
+from orchestrator.core.protocol import Action, Observation, PairRef, Solve
 from orchestrator.outcomes import OutcomeRecord, prompt_key
 from orchestrator.policies import register
-from orchestrator.protocol import Action, Observation, PairRef, Solve
 from studio.models import Node, RecordedOutcome, RunEvent
 from studio.services.outcomes import replay_pool_ensure
 from studio.services.runs import node_rerun, run_create

@@ -34,12 +34,12 @@ import redis
 from django.conf import settings
 from openai import OpenAI
 
+from providers.scripted_openai import Reply, ScriptedOpenAI
 from studio.models import Admissibility, Primitive
 from studio.services.pools import endpoint_create
 from studio.services.tokens import token_create
 from tests.factories import PoolFactory, UserFactory
 from tests.support.databases import child_database_url
-from tests.support.scripted_openai import Reply, ScriptedOpenAI
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 

@@ -23,13 +23,13 @@ import httpx
 import pytest
 from openai import OpenAI
 
+from providers.scripted_openai import Reply, ScriptedOpenAI
 from studio import fast_intents
 from studio.models import Attempt, ModelPool, Node, Primitive, Run, RunEvent, User
 from studio.services import fast_path
 from studio.services.pools import endpoint_create
 from tests.factories import PoolFactory
 from tests.support.runs import wait_for_run
-from tests.support.scripted_openai import Reply, ScriptedOpenAI
 from tests.support.worker import running_worker
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]

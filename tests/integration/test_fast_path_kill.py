@@ -34,15 +34,15 @@ import httpx
 import pytest
 from django.conf import settings
 
+from providers.ports import free_port
+from providers.scripted_openai import Reply, ScriptedOpenAI, last_user
 from studio import queues
 from studio.models import Attempt, Run, User
 from studio.services.fast_lost import END_REASON
 from studio.services.run_record import LOST
 from tests.integration.test_fast_path import pool_of
 from tests.support.databases import child_database_url
-from tests.support.ports import free_port
 from tests.support.runs import recorded_runs
-from tests.support.scripted_openai import Reply, ScriptedOpenAI, last_user
 from tests.support.worker import running_worker
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]

@@ -24,13 +24,13 @@ from typing import Any
 import pytest
 from openai import OpenAI
 
-from studio.local_model import Server
+from providers import local_server as support
+from providers.local_model import Server
 from studio.models import Attempt, CollectionStatus, ModelEndpoint, ModelPool, Primitive, RecordedOutcome, Run, User
 from studio.services.bootstrap import LOCAL_PRIMITIVES, LocalModel, local_endpoint_ensure
 from studio.services.collections import collection_create
 from studio.services.pools import endpoint_create
 from studio.services.tasks import task_create
-from tests.support import local_model as support
 from tests.support.runs import wait_for_run
 from workers.collection import run_collection
 

@@ -16,12 +16,12 @@ from django.test import Client, override_settings
 from openai import OpenAI
 from prometheus_client.parser import text_string_to_metric_families
 
+from providers.scripted_openai import Reply, ScriptedOpenAI
 from studio.models import Attempt, Run
 from studio.services.tokens import token_create
 from studio.settings.env import metrics_networks
 from tests.factories import UserFactory
 from tests.integration.test_openai_compat import scripted_pool
-from tests.support.scripted_openai import Reply, ScriptedOpenAI
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 

@@ -14,13 +14,13 @@ import openai
 import pytest
 from openai import AsyncOpenAI, OpenAI
 
+from providers.scripted_openai import Reply, ScriptedOpenAI
 from studio.models import Admissibility, Primitive, Run, User
 from studio.services.pools import endpoint_create
 from studio.services.tokens import token_create
 from tests.factories import PoolFactory, UserFactory
 from tests.integration.test_openai_compat import scripted_pool
 from tests.support.runs import wait_for_run
-from tests.support.scripted_openai import Reply, ScriptedOpenAI
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 

@@ -15,11 +15,11 @@ from django.test import Client
 from openai import OpenAI
 
 from orchestrator.policies import policy_names
+from providers.scripted_openai import Reply, ScriptedOpenAI, last_user
 from studio.models import Admissibility, ModelPool, Primitive, Run, Task, User
 from studio.services.pools import endpoint_create
 from tests.factories import PoolFactory
 from tests.support.runs import recorded_runs, wait_for_run
-from tests.support.scripted_openai import Reply, ScriptedOpenAI, last_user
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 

@@ -13,12 +13,12 @@ import pytest
 import torch
 from django.test import override_settings
 
-from orchestrator.core.offline import route_table
 from orchestrator.learning.context_io import context_payload
 from orchestrator.learning.dataset import make_context
 from orchestrator.learning.ensemble import PolicyEnsemble
 from orchestrator.learning.method import LearnedConfig, LearnedMethod
 from orchestrator.learning.model import PolicyConfig, PolicyNet, load_checkpoint, save_checkpoint
+from orchestrator.offline.shell import route_table
 from orchestrator.policies import make_policy
 from orchestrator.routing.table import probe_split
 from orchestrator.train_policy import train_table

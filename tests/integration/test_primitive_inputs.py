@@ -11,13 +11,13 @@ from typing import Any
 
 import pytest
 
+from providers.scripted_openai import Reply, ScriptedOpenAI, last_user
 from studio.models import Admissibility, Attempt, ModelPool, Primitive, Run, RunEvent
 from studio.services.pools import endpoint_create
 from studio.services.runs import run_create
 from studio.services.tasks import task_create
 from tests.factories import PoolFactory, UserFactory
 from tests.support.runs import wait_for_run
-from tests.support.scripted_openai import Reply, ScriptedOpenAI, last_user
 from workers import benchmarks
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]

@@ -17,6 +17,7 @@ from channels.db import database_sync_to_async
 from channels.testing import WebsocketCommunicator
 from django.test import Client
 
+from providers.scripted_openai import Reply, ScriptedOpenAI, last_user
 from studio.asgi import application
 from studio.models import Admissibility, Node, Primitive, Role, Run, RunEvent, User
 from studio.services.pools import endpoint_create
@@ -24,7 +25,6 @@ from studio.services.runs import run_cancel, run_create
 from studio.services.tasks import task_create
 from tests.factories import PoolFactory, UserFactory
 from tests.support.runs import wait_for_run
-from tests.support.scripted_openai import Reply, ScriptedOpenAI, last_user
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 

@@ -15,6 +15,7 @@ from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from openai import OpenAI
 
+from providers.scripted_openai import Reply, ScriptedOpenAI
 from studio.models import Attempt, ModelPool, Primitive, User
 from studio.services.attempts import AttemptWork
 from studio.services.events import run_group
@@ -22,7 +23,6 @@ from studio.services.pools import endpoint_create
 from studio.streaming import DELTA, watch
 from tests.factories import PoolFactory, RunFactory
 from tests.support.runs import wait_for_run
-from tests.support.scripted_openai import Reply, ScriptedOpenAI
 from workers.execution import execute
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]

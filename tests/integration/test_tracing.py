@@ -17,6 +17,7 @@ import httpx
 import pytest
 from openai import OpenAI
 
+from providers.scripted_openai import Reply, ScriptedOpenAI
 from studio import tracing
 from studio.models import Attempt
 from studio.services.runs import run_cancel, run_create
@@ -26,7 +27,6 @@ from tests.factories import UserFactory
 from tests.integration.test_openai_compat import scripted_pool
 from tests.support.asgi import asgi_server as live_asgi_server
 from tests.support.runs import wait_for_run
-from tests.support.scripted_openai import Reply, ScriptedOpenAI
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 

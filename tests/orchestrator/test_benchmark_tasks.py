@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from orchestrator.benchmark_tasks import BENCHMARKS, TaskSpec, all_tasks, benchmark_tasks
-from orchestrator.checking import has_checker
+from orchestrator.core.checking import has_checker
 from orchestrator.outcomes import DOMAINS
-from workers.checkers import check
+from providers.checkers import check
 
 
 def checked(spec: TaskSpec, answer: str) -> Any:

@@ -8,10 +8,20 @@ import numpy as np
 import pytest
 import torch
 
+from orchestrator.core.protocol import (
+    AttemptView,
+    Budget,
+    NodeView,
+    Observation,
+    Pair,
+    PairRef,
+    Repair,
+    Solve,
+    check_action,
+)
 from orchestrator.policies import make_policy
 from orchestrator.policies.best_of import PlanScorer, load_reward_model
 from orchestrator.policies.learned import sample_without_replacement
-from orchestrator.protocol import AttemptView, Budget, NodeView, Observation, Pair, PairRef, Repair, Solve, check_action
 from tests.orchestrator.synthetic_outcomes import PAIRS
 from tests.orchestrator.test_learned_policy import (
     Checkpoint,

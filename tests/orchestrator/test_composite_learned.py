@@ -115,7 +115,7 @@ def test_best_of_n_at_run_time_scores_whole_plans_and_carries_out_the_chosen_one
     carried out part by part; a second run of the same requests decides the same. With the
     parts' pairs drawn uniformly, the chosen plans hold pairs the policy would not pick itself."""
     from orchestrator.composite.build import Composite
-    from orchestrator.composite.engine import route_composites
+    from orchestrator.offline.composites import route_composites
     from orchestrator.policies import learned_best_of
     from orchestrator.reward.model import RewardConfig, RewardNet, save_reward_model
 
@@ -223,9 +223,9 @@ def test_train_policy_with_composites_makes_a_checkpoint_that_decides_them_live(
 
     from orchestrator.composite.build import build_composites, text_of
     from orchestrator.composite.items import items_of
-    from orchestrator.core.offline import run_offline, table_executor, table_pairs
     from orchestrator.core.state import RunSpec
     from orchestrator.learning.method import LearnedConfig
+    from orchestrator.offline.shell import run_offline, table_executor, table_pairs
     from orchestrator.policies import make_policy
     from orchestrator.policies.learned import LearnedPolicy, load_policy
     from orchestrator.train_policy import train_table

@@ -3,7 +3,7 @@
 The learned method's training and its fast evaluation play episodes as batched tensors
 (`learning.episode.rollout`); a live run plays them through the core, one node state at a
 time. Here the same items go both ways, with the same checkpoint and λ, the core's attempts
-answered from the recordings (`core.offline`): the pairs called, in order, and the answer
+answered from the recordings (`offline.shell`): the pairs called, in order, and the answer
 accepted must be the same.
 """
 
@@ -18,16 +18,16 @@ import torch
 
 from orchestrator.composite.build import SAME_DOMAIN, Composite, text_of
 from orchestrator.composite.items import items_of
-from orchestrator.core.offline import route_table, run_offline, table_executor, table_pairs
+from orchestrator.core.protocol import Action, NodeView, Observation, Solve
 from orchestrator.core.state import AttemptState, RunSpec
 from orchestrator.learning.context_io import context_from_payload, context_payload
 from orchestrator.learning.dataset import encode, make_context
 from orchestrator.learning.method import _route_cascade, route_batch
 from orchestrator.learning.model import PolicyConfig, PolicyNet, load_checkpoint, save_checkpoint
+from orchestrator.offline.shell import route_table, run_offline, table_executor, table_pairs
 from orchestrator.policies import make_policy
 from orchestrator.policies.default import DefaultConfig, DefaultPolicy
 from orchestrator.policies.learned import LearnedPolicyConfig
-from orchestrator.protocol import Action, NodeView, Observation, Solve
 from tests.orchestrator.synthetic_outcomes import lookup_embedder, synthetic_table
 
 

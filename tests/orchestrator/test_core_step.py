@@ -1,6 +1,6 @@
 """The orchestration core on its own: plain state in, decisions and changes out, no database.
 
-Each case runs a task through `core.offline.run_offline` with the default policy and a few
+Each case runs a task through `offline.shell.run_offline` with the default policy and a few
 recordings, and reads the tree, the run's end and the changes the core listed for a shell.
 """
 
@@ -10,10 +10,10 @@ from datetime import UTC, datetime
 from decimal import Decimal
 
 from orchestrator.core import RunSpec, RunState, start, step
-from orchestrator.core.offline import RecordedExecutor, Recording, run_offline
+from orchestrator.core.protocol import Observation, Pair, PairRef, Solve
 from orchestrator.core.state import AttemptState
+from orchestrator.offline.shell import RecordedExecutor, Recording, run_offline
 from orchestrator.policies.default import DefaultConfig, DefaultPolicy
-from orchestrator.protocol import Observation, Pair, PairRef, Solve
 
 CHEAP, DEAR = Pair(PairRef(1, "direct"), "replay/cheap", 0.1, 0.1), Pair(PairRef(2, "direct"), "replay/dear", 5.0, 5.0)
 PAIRS = (CHEAP, DEAR)
@@ -243,7 +243,7 @@ def test_replan_and_cancel_are_checked() -> None:
     now = datetime(2026, 1, 1, tzinfo=UTC)
     state = run_offline(_composite(), DefaultPolicy(DefaultConfig()), PAIRS, _executor())
     from orchestrator.core.observe import observe
-    from orchestrator.protocol import Cancel, ProtocolViolation, Replan, check_action
+    from orchestrator.core.protocol import Cancel, ProtocolViolation, Replan, check_action
 
     seen = observe(state, PAIRS, now)
     for action, says in (

@@ -9,15 +9,15 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from orchestrator.core.offline import table_pairs
+from orchestrator.core.protocol import Budget, NodeView, Observation
 from orchestrator.learning.context_io import context_payload
 from orchestrator.learning.dataset import encode, make_context
 from orchestrator.learning.features import calibrate, known_domains
 from orchestrator.learning.model import PolicyConfig, PolicyNet, save_checkpoint
+from orchestrator.offline.shell import table_pairs
 from orchestrator.outcomes import DOMAINS
 from orchestrator.policies import make_policy
 from orchestrator.policies.learned import LearnedPolicy
-from orchestrator.protocol import Budget, NodeView, Observation
 from tests.orchestrator.synthetic_outcomes import synthetic_table
 
 

@@ -10,15 +10,15 @@ import numpy as np
 import pytest
 import torch
 
-from orchestrator.core.offline import route_table, table_pairs
+from orchestrator.core.protocol import Budget, NodeView, Observation
 from orchestrator.learning.context_io import context_payload
 from orchestrator.learning.dataset import encode, make_context
 from orchestrator.learning.method import LearnedMethod
 from orchestrator.learning.model import PolicyConfig, PolicyNet, save_checkpoint
+from orchestrator.offline.shell import route_table, table_pairs
 from orchestrator.policies import make_policy
 from orchestrator.policies.learned import LearnedPolicy
 from orchestrator.policies.learned_calibration import calibration_context
-from orchestrator.protocol import Budget, NodeView, Observation
 from orchestrator.routing.methods import CASCADE_OFFSET
 from orchestrator.routing.table import OutcomeTable, probe_split
 from tests.orchestrator.synthetic_outcomes import lookup_embedder, outcome_records, synthetic_table, unseen_table

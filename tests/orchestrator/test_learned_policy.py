@@ -11,17 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from orchestrator.learning import episode
-from orchestrator.learning.context_io import context_from_payload, context_payload
-from orchestrator.learning.dataset import encode, make_context
-from orchestrator.learning.episode import BEST_FROM_ITEMS, BEST_UPTO, CEILING_FROM, binds_best, preset_bound
-from orchestrator.learning.features import domain_indices
-from orchestrator.learning.method import LearnedConfig, route_batch
-from orchestrator.learning.model import PolicyConfig, PolicyNet, load_checkpoint, save_checkpoint
-from orchestrator.outcomes import write_outcomes
-from orchestrator.policies import COST_PRESETS, make_policy
-from orchestrator.policies.learned import LearnedPolicy
-from orchestrator.protocol import (
+from orchestrator.core.protocol import (
     Accept,
     AttemptView,
     Budget,
@@ -34,6 +24,16 @@ from orchestrator.protocol import (
     Solve,
     check_action,
 )
+from orchestrator.learning import episode
+from orchestrator.learning.context_io import context_from_payload, context_payload
+from orchestrator.learning.dataset import encode, make_context
+from orchestrator.learning.episode import BEST_FROM_ITEMS, BEST_UPTO, CEILING_FROM, binds_best, preset_bound
+from orchestrator.learning.features import domain_indices
+from orchestrator.learning.method import LearnedConfig, route_batch
+from orchestrator.learning.model import PolicyConfig, PolicyNet, load_checkpoint, save_checkpoint
+from orchestrator.outcomes import write_outcomes
+from orchestrator.policies import COST_PRESETS, make_policy
+from orchestrator.policies.learned import LearnedPolicy
 from orchestrator.train_policy import train
 from tests.orchestrator.synthetic_outcomes import PAIRS, lookup_embedder, outcome_records, synthetic_table
 

@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 import torch
 
-from orchestrator.core.offline import route_table, table_pairs
 from orchestrator.learning.ensemble import PolicyEnsemble, shares
 from orchestrator.learning.episode import rollout
 from orchestrator.learning.method import LearnedMethod
 from orchestrator.learning.model import PolicyConfig, PolicyNet, load_checkpoint, save_checkpoint
+from orchestrator.offline.shell import route_table, table_pairs
 from orchestrator.policies import make_policy
 from orchestrator.routing.table import probe_split
 from orchestrator.train_policy import train_table

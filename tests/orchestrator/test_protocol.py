@@ -4,10 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from orchestrator.planner import PlanError, parse_plan
-from orchestrator.policies import make_policy, policy_names
-from orchestrator.policies.default import DefaultPolicy
-from orchestrator.protocol import (
+from orchestrator.core.protocol import (
     Aggregate,
     AttemptView,
     Budget,
@@ -25,6 +22,9 @@ from orchestrator.protocol import (
     Wait,
     check_action,
 )
+from orchestrator.planner import PlanError, parse_plan
+from orchestrator.policies import make_policy, policy_names
+from orchestrator.policies.default import DefaultPolicy
 
 CHEAP, DEAR = PairRef(1, "direct"), PairRef(2, "direct")
 PAIRS = (

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
-from orchestrator.envelope import Envelope
+from orchestrator.core.envelope import Envelope
 from studio.models import Attempt, AttemptStatus, Node, Primitive, Run, RunEvent, RunStatus
-from studio.services import engine
+from studio.services import live_shell
 from studio.services.attempts import attempts_finish, attempts_start
 from studio.services.bulk import rows_update
 from tests.factories import EndpointFactory, PoolFactory, RunFactory, TaskFactory
@@ -105,7 +105,7 @@ def test_a_step_sends_again_attempts_whose_message_was_lost(
     lost, recent = make_attempts(2, run=run)
     Attempt.objects.filter(pk=lost.pk).update(created_at=timezone.now() - timedelta(hours=2))
     sent: list[list[int]] = []
-    monkeypatch.setattr(engine, "_dispatch", sent.append)
+    monkeypatch.setattr(live_shell, "_dispatch", sent.append)
     with django_capture_on_commit_callbacks(execute=True):
-        engine.run_step(run_id=run.pk)
+        live_shell.run_step(run_id=run.pk)
     assert sent == [[lost.pk]]

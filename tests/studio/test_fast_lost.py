@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from orchestrator.envelope import Envelope
+from orchestrator.core.envelope import Envelope
 from studio import fast_intents
 from studio.errors import NotFound, Unavailable
 from studio.models import Admissibility, Attempt, Primitive, Run, RunEvent, User

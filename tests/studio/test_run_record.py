@@ -10,8 +10,8 @@ from django.db import IntegrityError
 
 from orchestrator.outcomes import prompt_key
 from studio.models import Attempt, Node, RecordedOutcome, Run, RunEvent, Task
-from studio.services.engine import root_metadata
 from studio.services.fast_path import _ids_and_recordings, _sequence_ids
+from studio.services.live_shell import root_metadata
 from studio.services.run_record import payload_dump, run_record
 from tests.factories import PoolFactory, UserFactory
 

@@ -13,12 +13,12 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from orchestrator.benchmark_tasks import BENCHMARKS, all_tasks
+from providers.checkers import check
 from studio.errors import Invalid
 from studio.models import Task, User
 from studio.services.tasks import tasks_from_benchmark, tasks_import
 from studio.services.verification import ITEM_KEYS
 from tests.factories import UserFactory
-from workers.checkers import check
 
 pytestmark = pytest.mark.django_db
 

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from openai import OpenAI
 
-from tests.support.ports import free_port
+from providers.ports import free_port
 from tests.support.up import UpProcess
 
 pytestmark = pytest.mark.integration

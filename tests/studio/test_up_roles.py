@@ -18,10 +18,10 @@ import psycopg
 import pytest
 from django.core.management.base import CommandError
 
+from providers.ports import free_port
 from studio.management.commands.up import MIGRATION_LOCK, loopback, migration_lock, plan_check
 from tests.studio.test_up import client
 from tests.support.databases import scratch_database
-from tests.support.ports import free_port
 from tests.support.rabbitmq import rabbitmq_url
 from tests.support.up import UpProcess
 

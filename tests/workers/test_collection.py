@@ -18,6 +18,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from orchestrator.outcomes import read_outcomes
+from providers.scripted_openai import Reply, ScriptedOpenAI, last_user
 from studio.errors import Conflict, Invalid
 from studio.models import (
     Admissibility,
@@ -38,7 +39,6 @@ from studio.services.outcomes import outcomes_import
 from studio.services.pools import endpoint_create
 from studio.services.tasks import task_create
 from tests.factories import PoolFactory, UserFactory
-from tests.support.scripted_openai import Reply, ScriptedOpenAI, last_user
 from workers.collection import run_collection
 
 pytestmark = [pytest.mark.django_db(transaction=True)]

@@ -9,11 +9,11 @@ from decimal import Decimal
 import pytest
 
 from orchestrator.outcomes import prompt_key
+from providers.scripted_openai import Reply, ScriptedOpenAI
 from studio.models import Attempt, AttemptStatus, Node, Primitive, RecordedOutcome, Run, RunEvent
 from studio.services.attempts import attempt_finish, attempt_start
 from studio.services.pools import endpoint_create
 from tests.factories import PoolFactory, RunFactory, TaskFactory
-from tests.support.scripted_openai import Reply, ScriptedOpenAI
 from tests.support.worker import running_worker
 from workers.execution import execute
 from workers.tasks import execute_attempt

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from django.db import OperationalError
 
-from orchestrator.envelope import Envelope
+from orchestrator.core.envelope import Envelope
 from workers import execution
 
 

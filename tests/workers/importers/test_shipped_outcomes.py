@@ -54,7 +54,7 @@ def test_prices_are_a_price_table() -> None:
 def test_the_local_models_outcomes_are_its_scored_answers() -> None:
     """data/outcomes/smollm2.jsonl.gz: real calls of the local model (bench/local_loop.py --ship),
     each answer scored by the arithmetic checker as the collection scored it."""
-    from workers.checkers import check
+    from providers.checkers import check
 
     records = list(read_outcomes(OUTCOMES / "smollm2.jsonl.gz"))
 
