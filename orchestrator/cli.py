@@ -10,9 +10,10 @@ from __future__ import annotations
 import argparse
 import math
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from orchestrator.configs import ConfigError
+from orchestrator.errors import UsageError
 from orchestrator.outcomes import OutcomeFormatError, PriceError, read_json_object
 
 
@@ -21,6 +22,14 @@ class InputError(ValueError):
 
 
 INPUT_ERRORS = (InputError, ConfigError, OutcomeFormatError, PriceError)
+
+
+class RaisingParser(argparse.ArgumentParser):
+    """An ArgumentParser whose usage errors raise UsageError instead of printing and exiting:
+    for a caller that reports them itself (the studio's `manage.py evaluate`)."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message)
 
 
 def seed(text: str) -> int:

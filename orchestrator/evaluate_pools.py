@@ -43,19 +43,19 @@ import numpy as np
 from tqdm import tqdm
 
 from orchestrator import cli
-from orchestrator.evaluate import (
+from orchestrator.evaluate import method_names
+from orchestrator.evaluate_frontier import dominated_counts, preset_checks
+from orchestrator.evaluate_pools_report import summarize
+from orchestrator.evaluate_report import LEARNED, MethodResult, Setting
+from orchestrator.offline.items import (
     METHOD_NAMES,
     add_frontier_metrics,
     anchors_of,
     make_method,
-    method_names,
     run_method,
     single_pair_points,
     subsample,
 )
-from orchestrator.evaluate_frontier import dominated_counts, preset_checks
-from orchestrator.evaluate_pools_report import summarize
-from orchestrator.evaluate_report import LEARNED, MethodResult, Setting
 from orchestrator.policies import COST_PRESETS
 from orchestrator.routing.clean import without_seen
 from orchestrator.routing.metrics import Point

@@ -75,7 +75,7 @@ def method_names(kind: str = "items") -> tuple[str, ...]:
         from orchestrator.evaluate_composite import METHODS
 
         return tuple(METHODS)
-    from orchestrator.evaluate import METHOD_NAMES
+    from orchestrator.offline.items import METHOD_NAMES
 
     return METHOD_NAMES
 

@@ -7,14 +7,13 @@ that the raw split leaks, then that the split the project makes does not.
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 import pytest
 
 from orchestrator.composite.build import build_split
-from orchestrator.evaluate import _split
 from orchestrator.evaluate_pools import OUTCOMES, draw_splits, nested_probes, split_tables
+from orchestrator.offline.items import ItemsConfig, split_setting
 from orchestrator.routing.clean import leaked, normalized, texts_of, without_seen
 from orchestrator.routing.table import OutcomeTable, load_table, probe_split, split_table
 from tests.orchestrator.synthetic import table
@@ -55,8 +54,8 @@ def test_the_upstream_split_is_clean(shipped: dict[str, OutcomeTable], source: s
 
 
 def test_a_pool_from_another_source_is_clean_of_train_and_probe() -> None:
-    args = argparse.Namespace(outcomes=[LLMROUTER], train=[ROUTERBENCH], probe=50, seed=0)
-    setting = _split(args, None)
+    config = ItemsConfig(outcomes=(Path(LLMROUTER),), train=(Path(ROUTERBENCH),), probe=50, seed=0)
+    setting = split_setting(config, None)
     assert setting.probe is not None
     assert leaked(setting.test, setting.train, setting.probe) == []
     assert len(leaked(load_table([LLMROUTER]), setting.train)) > 0  # across sources, by text

@@ -8,6 +8,7 @@ import pytest
 
 from orchestrator import evaluate, evaluate_report
 from orchestrator.evaluate_frontier import own_dominated
+from orchestrator.offline import items
 from tests.orchestrator.synthetic import record, write
 
 FAST = "random,cheapest,best_single,oracle,always_decompose,self_consistency"
@@ -107,7 +108,7 @@ def test_learned_unavailable_is_reported_not_stubbed(outcomes, capsys, monkeypat
     def broken(name, config, checkpoint=None, engine="core"):
         raise ImportError("No module named 'orchestrator.learning.method'")
 
-    monkeypatch.setattr(evaluate, "make_method", broken)
+    monkeypatch.setattr(items, "make_method", broken)
     assert evaluate.main(["--outcomes", str(outcomes), "--methods", "learned"]) == 0
     assert "learned: not available (No module named 'orchestrator.learning.method')" in capsys.readouterr().out
 

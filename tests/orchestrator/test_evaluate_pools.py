@@ -9,10 +9,10 @@ from typing import Literal
 import numpy as np
 import pytest
 
-from orchestrator.evaluate import single_pair_points
 from orchestrator.evaluate_pools import cheap_end, draw_splits, main, nested_probes, split_tables
 from orchestrator.evaluate_pools_report import cheap_end_line
 from orchestrator.evaluate_report import MethodResult, PointResult
+from orchestrator.offline.items import single_pair_points
 from orchestrator.outcomes import OutcomeRecord
 from orchestrator.policies import COST_PRESETS
 from orchestrator.routing.table import load_table

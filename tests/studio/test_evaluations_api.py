@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from orchestrator.evaluate import METHOD_NAMES
+from orchestrator.offline.items import METHOD_NAMES
 from studio.models import Checkpoint, EvaluationRun, JobStatus, Role
 from studio.services.evaluations import PRESETS
 

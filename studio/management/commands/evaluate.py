@@ -1,7 +1,8 @@
 """`python manage.py evaluate [options of python -m orchestrator.evaluate]`: the same
 evaluation, stored as an EvaluationRun (its JSON report and Pareto plot) for the studio.
-It runs in the command's process (studio.services.evaluation_jobs), as POST /api/evaluations
-does in a worker."""
+It runs in the command's process (studio.services.evaluation_jobs, on the library
+`orchestrator.offline.items`), as POST /api/evaluations does in a worker; options it cannot
+use fail the run with exit status 2, saying which."""
 
 from __future__ import annotations
 
@@ -32,14 +33,24 @@ class Command(BaseCommand):
         sys.exit(code)
 
     def evaluate(self, args: list[str]) -> int:
-        from orchestrator.evaluate import main
-        from studio.services.evaluation_jobs import evaluate_into
+        from orchestrator.errors import UsageError
+        from orchestrator.evaluate import main, options
+        from studio.services.evaluation_jobs import REFUSED, evaluate_items_into
+        from studio.services.evaluations import evaluation_fail
 
         if {"-h", "--help"} & set(args):
             return main(["--help"])
         run = EvaluationRun.objects.create(status=JobStatus.RUNNING, config={"argv": args}, started_at=timezone.now())
-        code = evaluate_into(run.pk, args)
-        if code == 0:
-            run.refresh_from_db()
-            self.stdout.write(f"Stored as EvaluationRun {run.pk} ({run.message}).")
-        return code
+        try:
+            config, report, plot = options(args)
+        except UsageError as error:
+            evaluation_fail(evaluation_id=run.pk, message=f"{REFUSED}{error}")
+            code = 2
+        else:
+            code = evaluate_items_into(run.pk, config, report, plot)
+        run.refresh_from_db()
+        if code != 0:
+            self.stderr.write(f"error: {run.message}")
+            return code
+        self.stdout.write(f"Stored as EvaluationRun {run.pk} ({run.message}).")
+        return 0
