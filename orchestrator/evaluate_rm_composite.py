@@ -33,7 +33,7 @@ train items, the test ones from the test items: no test part is seen in training
    for a comparison at equal executed cost, not a method.
 
 4. the same best-of-N as a live request decides it (`policies.learned_best_of`): each test
-   composite a run through the core (`offline.composites`) of the runtime learned policy with
+   composite a run through the core (`offline.composite_shell`) of the runtime learned policy with
    this OrchRM (saved with its Platt scaling), once without best-of-N ("engine") and once with
    best_of = N ("engine_best_of"): one draw per composite, seeded by its text, each plan's
    pick the top of OrchRM's probability less λ·estimated cost (a request's own rule, no budget
@@ -84,12 +84,13 @@ from orchestrator.composite.rm import (
     plan_features,
     sampled_plan,
 )
-from orchestrator.evaluate_composite import ASSUMPTIONS, add_draw_arguments
+from orchestrator.evaluate_composite import add_draw_arguments
 from orchestrator.evaluate_rm import held_out_pairs, mean_sd, sample_candidates
 from orchestrator.learning.decompose import encoded
 from orchestrator.learning.episode import EpisodeBatch, rollout
 from orchestrator.learning.features import PAIR_DIM, domain_indices, task_features
-from orchestrator.offline.composites import route_composites
+from orchestrator.offline.composite_shell import route_composites
+from orchestrator.offline.composites import ASSUMPTIONS
 from orchestrator.outcomes import read_prices
 from orchestrator.reward.bestofn import prompt_cost_estimate, select_matched
 from orchestrator.reward.features import table_plan_features
@@ -353,7 +354,7 @@ def live_lines(
     learned: LearnedComposite, net: RewardNet, platt_ab: tuple[float, float], composites: Sequence[Composite],
     costing: CompositeCosting, lam: float, n: int, best_of_cost: float,
 ) -> dict[str, dict[str, float]]:  # fmt: skip
-    """Each composite as a run through the core (`offline.composites`), as a live request decides
+    """Each composite as a run through the core (`offline.composite_shell`), as a live request decides
     it: the runtime learned policy alone ("engine"), and with best-of-`n` over whole plans scored
     by this OrchRM, saved with its Platt scaling, weighing estimated cost by λ ("engine_best_of")
     or by `best_of_cost` ("engine_best_of_at_greedy", `fit_best_of_cost`)."""

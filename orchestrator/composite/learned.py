@@ -261,9 +261,9 @@ class LearnedComposite:
 
     def plans(self, composites: Sequence[Composite], *, knob: float) -> list[Plan]:
         """Each composite's plan at a knob: decided batched (`choices`), or with the core engine
-        as runs of the runtime policy (`offline.composites`), which decide the same."""
+        as runs of the runtime policy (`offline.composite_shell`), which decide the same."""
         if self.method.engine == "core" and self.head:
-            from orchestrator.offline.composites import route_composites
+            from orchestrator.offline.composite_shell import route_composites
 
             lam = knob - CASCADE_OFFSET if knob >= CASCADE_OFFSET else knob
             policy = self.method.runtime_policy(lam, cascade=self.method.cascade_gate(knob), decides_composites=True)

@@ -72,7 +72,7 @@ def evaluations_dir() -> Path:
 
 def method_names(kind: str = "items") -> tuple[str, ...]:
     if kind == "composites":
-        from orchestrator.evaluate_composite import METHODS
+        from orchestrator.offline.composites import METHODS
 
         return tuple(METHODS)
     from orchestrator.offline.items import METHOD_NAMES

@@ -115,7 +115,7 @@ def test_best_of_n_at_run_time_scores_whole_plans_and_carries_out_the_chosen_one
     carried out part by part; a second run of the same requests decides the same. With the
     parts' pairs drawn uniformly, the chosen plans hold pairs the policy would not pick itself."""
     from orchestrator.composite.build import Composite
-    from orchestrator.offline.composites import route_composites
+    from orchestrator.offline.composite_shell import route_composites
     from orchestrator.policies import learned_best_of
     from orchestrator.reward.model import RewardConfig, RewardNet, save_reward_model
 

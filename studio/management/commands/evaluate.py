@@ -35,7 +35,7 @@ class Command(BaseCommand):
     def evaluate(self, args: list[str]) -> int:
         from orchestrator.errors import UsageError
         from orchestrator.evaluate import main, options
-        from studio.services.evaluation_jobs import REFUSED, evaluate_items_into
+        from studio.services.evaluation_jobs import REFUSED, evaluate_into
         from studio.services.evaluations import evaluation_fail
 
         if {"-h", "--help"} & set(args):
@@ -47,7 +47,7 @@ class Command(BaseCommand):
             evaluation_fail(evaluation_id=run.pk, message=f"{REFUSED}{error}")
             code = 2
         else:
-            code = evaluate_items_into(run.pk, config, report, plot)
+            code = evaluate_into(run.pk, config, report, plot)
         run.refresh_from_db()
         if code != 0:
             self.stderr.write(f"error: {run.message}")

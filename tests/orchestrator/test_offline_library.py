@@ -1,4 +1,4 @@
-"""The item evaluation as a library (`orchestrator.offline.items`): a typed config in, a report
+"""The evaluations as a library (`orchestrator.offline.items`, `.composites`): a typed config in, a report
 out, progress as it goes, and a config it cannot use refused with `UsageError` naming the
 option, never an exit."""
 
@@ -93,3 +93,43 @@ def test_the_clis_options_raise_for_a_caller_that_reports_them(outcomes: Path) -
         assert message in str(refused.value)
     config, report, plot = evaluate.options(["--outcomes", str(outcomes), "--methods", "cheapest", "--seed", "3"])
     assert (config.methods, config.seed, report, plot) == (("cheapest",), 3, None, None)
+
+
+def test_composites_a_config_in_a_report_out_with_progress(tmp_path: Path) -> None:
+    from orchestrator.offline.composites import CompositesConfig, evaluate_composites
+    from tests.orchestrator.test_composite import mixed_files
+
+    path, prices = mixed_files(tmp_path)
+    seen: list[tuple[int, int, str]] = []
+    config = CompositesConfig(
+        outcomes=(path,), prices=prices, seeds=(0,), train_count=40, test_count=30,
+        methods=("always_delegate", "always_decompose"), sensitivity=(0.2,),
+    )  # fmt: skip
+    result = evaluate_composites(config, lambda done, total, label: seen.append((done, total, label)))
+    assert [step[:2] for step in seen] == [(0, 4), (1, 4), (2, 4), (3, 4), (4, 4)]
+    assert seen[0][2] == "always_delegate (seed 0, penalty 0)" and seen[-1][2] == ""
+    data = result.to_json()
+    assert data["kind"] == "composites" and data["summary"]["order"] == ["always_delegate", "always_decompose"]
+    assert set(data["summary"]["sensitivity"]) == {"0", "0.2"}
+    assert result.text().startswith("Assumptions: a delegated call scores each part")
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"methods": ("nope",)}, "unknown method(s) nope"),
+        ({"sensitivity": (0.0, 2.0)}, "within [0, 1]"),
+        ({"outcomes": (Path("missing.jsonl"),)}, "no such file: missing.jsonl"),
+        ({"seeds": ()}, "--seeds needs at least one seed"),
+        ({"methods": ("learned",), "learned": {"threds": 1}}, "threds: not a known option"),
+    ],
+)
+def test_composites_a_config_it_cannot_use_is_a_usage_error(tmp_path: Path, change: dict, message: str) -> None:
+    from orchestrator.offline.composites import CompositesConfig, evaluate_composites
+    from tests.orchestrator.test_composite import mixed_files
+
+    path, prices = mixed_files(tmp_path)
+    config = CompositesConfig(outcomes=(path,), prices=prices, seeds=(0,), train_count=40, test_count=30)
+    with pytest.raises(UsageError) as refused:
+        evaluate_composites(CompositesConfig(**{**config.__dict__, **change}))
+    assert message in str(refused.value)
