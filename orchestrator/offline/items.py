@@ -269,6 +269,7 @@ class ItemsReport:
     results: list[MethodResult]
     singles: dict[str, metrics.Point]
     unavailable: dict[str, str] = field(default_factory=dict)  # method -> why it could not run
+    embed_s: float = 0.0  # seconds spent embedding the prompts (0 where they were cached)
 
     def __post_init__(self) -> None:
         self.anchors = anchors_of(self.singles)
@@ -290,7 +291,17 @@ class ItemsReport:
             f"strong {self.strong} ({anchors.strong[1]:.3f} at ${anchors.strong[0]:.2e}); "
             f"AIQ over ${self.cost_range[0]:.2e}..${self.cost_range[1]:.2e}; CPT in % of the strong pair's cost",
             *frontier_lines(self.results, self.dominated, self.presets),
+            self.time_line(),
         ]
+
+    def time_line(self) -> str:
+        """Where the time went: embedding, then each method's fitting and routing."""
+        parts = [f"embedding {self.embed_s:.1f} s"]
+        for r in self.results:
+            split = f" (fit {r.fit_s:.1f}, routing {r.route_s:.1f})" if r.name == LEARNED else ""
+            parts.append(f"{r.name} {r.fit_s + r.route_s:.1f} s{split}")
+        total = self.embed_s + sum(r.fit_s + r.route_s for r in self.results)
+        return f"time: {total:.1f} s; " + ", ".join(parts)
 
     def to_json(self) -> dict[str, Any]:
         """The JSON report (finite numbers only)."""
@@ -300,6 +311,7 @@ class ItemsReport:
             "anchors": anchors,
             "dominated_points": self.dominated,
             "presets": self.presets,
+            "embed_s": self.embed_s,
         }
         data: dict[str, Any] = finite(
             report(self.results, self.setting, self.singles, cost_range=self.cost_range, **extra)
@@ -323,8 +335,10 @@ def embed_prompts(setting: Setting) -> None:
 
 def evaluate_setting(config: ItemsConfig, setting: Setting, progress: OnProgress | None = None) -> ItemsReport:
     """Fit and route every method of `config` on a prepared setting (`prepare`)."""
+    start = time.perf_counter()
     if any(m in EMBEDDED for m in config.methods):
         embed_prompts(setting)
+    embed_s = time.perf_counter() - start
     results: list[MethodResult] = []
     unavailable: dict[str, str] = {}
     for done, name in enumerate(tqdm(config.methods, desc="methods", file=sys.stderr)):
@@ -338,7 +352,7 @@ def evaluate_setting(config: ItemsConfig, setting: Setting, progress: OnProgress
         results.append(run_method(method, setting, config.seed))
     if progress is not None:
         progress(len(config.methods), len(config.methods), "")
-    return ItemsReport(config, setting, results, single_pair_points(setting.test), unavailable)
+    return ItemsReport(config, setting, results, single_pair_points(setting.test), unavailable, embed_s)
 
 
 def evaluate_items(config: ItemsConfig, progress: OnProgress | None = None) -> ItemsReport:

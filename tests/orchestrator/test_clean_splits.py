@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from orchestrator.composite.build import build_split
-from orchestrator.evaluate_pools import OUTCOMES, draw_splits, nested_probes, split_tables
 from orchestrator.offline.items import ItemsConfig, split_setting
+from orchestrator.offline.pools import OUTCOMES, draw_splits, nested_probes, split_tables
 from orchestrator.routing.clean import leaked, normalized, texts_of, without_seen
 from orchestrator.routing.table import OutcomeTable, load_table, probe_split, split_table
 from tests.orchestrator.synthetic import table

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import pytest
 
-from orchestrator.evaluate_pools import cheap_end, draw_splits, main, nested_probes, split_tables
+from orchestrator.evaluate_pools import main
 from orchestrator.evaluate_pools_report import cheap_end_line
 from orchestrator.evaluate_report import MethodResult, PointResult
 from orchestrator.offline.items import single_pair_points
+from orchestrator.offline.pools import cheap_end, draw_splits, nested_probes, split_tables
 from orchestrator.outcomes import OutcomeRecord
 from orchestrator.policies import COST_PRESETS
 from orchestrator.routing.table import load_table
@@ -188,3 +190,28 @@ def test_the_summary_sets_the_learned_policy_against_the_zero_router_per_split()
     # a/source's zero row has no count: one split x seed counted
     assert "the zero router's own dominated points (by a single pair or its other points): 2, in 1 of 1" in printed
     assert "presets held (every seed): best in 1 of 2, balanced in 2 of 2, cheap in 0 of 2 splits" in printed
+
+
+def test_the_library_hands_over_rows_as_they_finish_and_skips_those_done(outcomes: Path) -> None:
+    from orchestrator.errors import UsageError
+    from orchestrator.offline.pools import PoolsConfig, evaluate_pools
+
+    config = PoolsConfig(outcomes=(outcomes,), splits=1, k=(10,), seeds=(0,), methods=("zero", "cheapest"))
+    handed: list[list[dict]] = []
+    first = evaluate_pools(config, on_rows=handed.append)
+    assert [len(rows) for rows in handed] == [2] * len(first.splits)  # one batch per split x seed, one row per method
+    assert sum(handed, []) == first.rows
+    again: list[list[dict]] = []
+    second = evaluate_pools(config, done=first.rows, on_rows=again.append)
+    assert again == [] and second.rows == first.rows  # nothing run twice
+    changes: list[tuple[dict[str, Any], str]] = [
+        ({"k": (0,)}, "--k must list probe sizes of at least 1 item"),
+        ({"only": ("nosuch",)}, "no such split: nosuch"),
+        ({"methods": ("nosuch",)}, "unknown method(s) nosuch"),
+        ({"engine": "turbo"}, "unknown engine 'turbo'"),
+    ]
+    for change, words in changes:
+        with pytest.raises(UsageError, match=re.escape(words)):
+            evaluate_pools(PoolsConfig(**{**config.__dict__, **change}))
+    with pytest.raises(UsageError, match="made otherwise"):
+        evaluate_pools(PoolsConfig(**{**config.__dict__, "max_test_items": 5}), done=first.rows)
