@@ -91,6 +91,17 @@ def read_config(path: Path | None, flag: str) -> dict[str, Any] | None:
     return None if path is None else read_json_object(path, InputError, flag)
 
 
+def learned_config(path: Path | None) -> dict[str, Any] | None:
+    """The JSON object of `--learned-config` (None without one); UsageError names a file that is
+    missing or not a JSON object."""
+    if path is not None and not path.is_file():
+        raise UsageError(f"no such file: {path}")
+    try:
+        return read_config(path, "--learned-config")
+    except INPUT_ERRORS as exc:
+        raise UsageError(str(exc)) from None
+
+
 def check_output(path: Path | None, flag: str) -> None:
     """Before any work: `path` must be writable as a file (not a folder, not under a file)."""
     if path is None:

@@ -70,12 +70,7 @@ def config_of(args: argparse.Namespace) -> ItemsConfig:
         cli.check_output(args.plot, "--plot")
     except cli.INPUT_ERRORS as exc:
         raise UsageError(str(exc)) from None
-    if args.learned_config is not None and not args.learned_config.is_file():
-        raise UsageError(f"no such file: {args.learned_config}")
-    try:
-        learned = cli.read_config(args.learned_config, "--learned-config")
-    except cli.INPUT_ERRORS as exc:
-        raise UsageError(str(exc)) from None
+    learned = cli.learned_config(args.learned_config)
     return ItemsConfig(
         outcomes=tuple(args.outcomes),
         train=tuple(args.train) if args.train is not None else None,

@@ -60,11 +60,9 @@ def config_of(args: argparse.Namespace) -> CompositesConfig:
     what cannot be used."""
     try:
         cli.check_output(args.json, "--json")
-        if args.learned_config is not None and not args.learned_config.is_file():
-            raise UsageError(f"no such file: {args.learned_config}")
-        learned = cli.read_config(args.learned_config, "--learned-config")
     except cli.INPUT_ERRORS as exc:
         raise UsageError(str(exc)) from None
+    learned = cli.learned_config(args.learned_config)
     try:
         sensitivity = tuple(float(p) for p in (args.sensitivity or "").split(",") if p.strip())
     except ValueError:

@@ -83,12 +83,7 @@ def parse_args(argv: Sequence[str] | None) -> tuple[argparse.ArgumentParser, arg
 def config_of(args: argparse.Namespace) -> PoolsConfig:
     """The library's config from the parsed options; UsageError names what cannot be used (the
     library checks the rest)."""
-    if args.learned_config is not None and not args.learned_config.is_file():
-        raise UsageError(f"no such file: {args.learned_config}")
-    try:
-        learned = cli.read_config(args.learned_config, "--learned-config")
-    except cli.INPUT_ERRORS as exc:
-        raise UsageError(str(exc)) from None
+    learned = cli.learned_config(args.learned_config)
     return PoolsConfig(
         outcomes=tuple(args.outcomes),
         splits=args.splits,

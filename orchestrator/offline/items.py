@@ -78,6 +78,16 @@ def check_methods(names: Sequence[str]) -> tuple[str, ...]:
     return names
 
 
+def check_common(max_train_items: int | None, max_test_items: int | None, engine: str, methods: Sequence[str]) -> None:
+    """What the item and the pool evaluations both take: the item caps, the engine, the methods."""
+    for flag, cap in (("--max-train-items", max_train_items), ("--max-test-items", max_test_items)):
+        if cap is not None and cap < 1:
+            raise UsageError(f"{flag} must be a positive number of items")
+    if engine not in ENGINES:
+        raise UsageError(f"unknown engine {engine!r}; choose from {', '.join(ENGINES)}")
+    check_methods(methods)
+
+
 def check(config: ItemsConfig) -> None:
     """UsageError for the first thing in `config` that cannot be used, before any work starts."""
     for path in [*config.outcomes, *(config.train or ()), *([config.prices] if config.prices else [])]:
@@ -87,15 +97,9 @@ def check(config: ItemsConfig) -> None:
         raise UsageError(f"no such file: {config.checkpoint}")
     if config.probe < 0:
         raise UsageError("--probe must be a non-negative number of items")
-    for cap in ("max_train_items", "max_test_items"):
-        value = getattr(config, cap)
-        if value is not None and value < 1:
-            raise UsageError(f"--{cap.replace('_', '-')} must be a positive number of items")
     if config.probe and config.train is None:
         raise UsageError("--probe needs --train: it calibrates on an unseen pool")
-    if config.engine not in ENGINES:
-        raise UsageError(f"unknown engine {config.engine!r}; choose from {', '.join(ENGINES)}")
-    check_methods(config.methods)
+    check_common(config.max_train_items, config.max_test_items, config.engine, config.methods)
     if config.checkpoint is not None:
         check_checkpoint(config.checkpoint)
     if LEARNED in config.methods:  # checked now, not after the embedding

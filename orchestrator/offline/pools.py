@@ -43,10 +43,9 @@ from orchestrator.evaluate_pools_report import summarize
 from orchestrator.evaluate_report import LEARNED, MethodResult, Setting
 from orchestrator.offline.items import (
     EMBEDDED,
-    ENGINES,
     add_frontier_metrics,
     anchors_of,
-    check_methods,
+    check_common,
     make_method,
     run_method,
     single_pair_points,
@@ -101,13 +100,7 @@ def check(config: PoolsConfig) -> PoolsConfig:
         raise UsageError("--seeds needs at least one seed")
     if config.splits < 0:
         raise UsageError("--splits must be 0 or more")
-    for cap in ("max_train_items", "max_test_items"):
-        value = getattr(config, cap)
-        if value is not None and value < 1:
-            raise UsageError(f"--{cap.replace('_', '-')} must be 1 or more")
-    if config.engine not in ENGINES:
-        raise UsageError(f"unknown engine {config.engine!r}; choose from {', '.join(ENGINES)}")
-    check_methods(config.methods)
+    check_common(config.max_train_items, config.max_test_items, config.engine, config.methods)
     return PoolsConfig(**{**config.__dict__, "k": tuple(sorted(set(config.k)))})
 
 
