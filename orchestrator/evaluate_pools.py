@@ -4,22 +4,9 @@
         [--seeds 0,1,2] [--methods learned,knn,cluster,mf,best_single,cascade] [--out RESULTS.jsonl]
         [--engine vectorized|core] [--learned-config C.json] [--max-train-items N] [--max-test-items N]
 
-Users bring their own models, so the pool a router serves is always one it was not tuned
-on. This measures that on the shipped tables, on many splits, so that no single split can
-be tuned to:
-- **models** splits: within a source of at least 8 models (RouterBench: 11, LLMRouter: 9),
-  4 to 6 of its models, drawn with the split's number, are the unseen pool. Routers fit
-  on the source's train-split items with its other models, plus every other source; they
-  are tested on the source's test-split items, on the unseen models only. `--splits` per
-  source.
-- **source** splits (leave one source out): every model of the source is unseen; routers
-  fit on the other sources, and are tested on all the source's items.
-
-For each split and seed, K items of the test side are revealed with every unseen model's
-outcome (the probe; they leave the test), for K in `--k`: the probes are nested (the 10 are
-among the 25) and the test items are the same for every K. A method is fit once per split
-and seed where it can be recalibrated on a new probe (the learned policy: its network is
-trained on the train pool, then the probe is its calibration), else once per K.
+How the splits and probes are drawn, and what is fit on what: the library this wraps,
+`orchestrator.offline.pools` (its docstring). `--splits` is models splits per source, `--k`
+the probe sizes.
 
 Printed per K: each method's AIQ, mean ± sd over the splits (a split's figure is the mean of
 its seeds), and in how many splits it is the best method. Each (split, seed, K, method) is
