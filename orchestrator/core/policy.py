@@ -1,5 +1,7 @@
-"""What the core asks of a policy: `act(observation) -> action`. The policies themselves, and
-the registry that finds them by name, are outside the core (`orchestrator.policies`)."""
+"""What the core asks of a policy: `act(observation) -> action`. A policy may also have
+`act_many(observations) -> actions`, the same actions in one batched pass, which the core uses
+to step many runs in lockstep (`step.step_many`). The policies themselves, and the registry
+that finds them by name, are outside the core (`orchestrator.policies`)."""
 
 from __future__ import annotations
 

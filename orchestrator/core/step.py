@@ -2,7 +2,9 @@
 
 `step(state, policy, pairs, now)` folds finished attempts into node states, makes nodes
 ready whose dependencies are done, checks the budget, then asks the policy for actions
-until it waits or the run ends. Each action is checked (a violation is counted, recorded
+until it waits or the run ends. `step_many` steps several runs in lockstep: each round asks
+the policy once for every run still deciding (`act_all`: its `act_many`, one batched pass,
+where it has one), so runs decide exactly as they would alone. Each action is checked (a violation is counted, recorded
 and never carried out) and applied. What changed is on `state.changes`: new nodes and
 attempts, changed nodes, the events in order, the run's changed fields.
 
@@ -14,6 +16,7 @@ attempts answered from a recorded outcome table), so the evaluation's decisions 
 from __future__ import annotations
 
 import logging
+from collections.abc import Generator, Sequence
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
@@ -24,7 +27,18 @@ from orchestrator.core.envelope import ERROR_CAUSES
 from orchestrator.core.items import leaves
 from orchestrator.core.observe import observe
 from orchestrator.core.policy import Policy
-from orchestrator.core.protocol import Finish, Pair, Plan, ProtocolViolation, Repair, Solve, Wait, check_action
+from orchestrator.core.protocol import (
+    Action,
+    Finish,
+    Observation,
+    Pair,
+    Plan,
+    ProtocolViolation,
+    Repair,
+    Solve,
+    Wait,
+    check_action,
+)
 from orchestrator.core.state import DONE_BADLY, NodeState, RunSpec, RunState
 from orchestrator.core.tree import TEXT_IN_EVENTS, absorb, node_created, propagate
 
@@ -75,14 +89,21 @@ def usable_pairs(spec: RunSpec, pairs: tuple[Pair, ...]) -> tuple[Pair, ...]:
 
 def step(state: RunState, policy: Policy, pairs: tuple[Pair, ...], now: datetime) -> None:
     """Fold in what finished, then let the policy act until it waits or the run ends."""
-    pairs = usable_pairs(state.spec, pairs)
-    absorb(state, reviews=policy.reviews_answers)
-    propagate(state)
-    reason = budget_exceeded(state, now)
-    if reason is not None:
-        end(state, "failed", reason, now)
-    else:
-        decide(state, policy, pairs, now)
+    step_many([(state, now)], policy, pairs)
+
+
+def step_many(runs: Sequence[tuple[RunState, datetime]], policy: Policy, pairs: tuple[Pair, ...]) -> None:
+    """`step` for each (run, its clock), the policy asked for all of them at once each round."""
+    deciding = []
+    for state, now in runs:
+        absorb(state, reviews=policy.reviews_answers)
+        propagate(state)
+        reason = budget_exceeded(state, now)
+        if reason is not None:
+            end(state, "failed", reason, now)
+        else:
+            deciding.append(decisions(state, usable_pairs(state.spec, pairs), now))
+    decide_all(deciding, policy)
 
 
 def budget_exceeded(state: RunState, now: datetime) -> str | None:
@@ -112,12 +133,68 @@ def budget_admits(state: RunState) -> bool:
     return dearest > 0 and state.cost_usd + (in_flight + 1) * dearest <= limit
 
 
+# What a run's decisions are sent: the policy's action, or the exception acting raised.
+Answer = Action | Exception
+Decisions = Generator[Observation, Answer, None]
+
+
 def decide(state: RunState, policy: Policy, pairs: tuple[Pair, ...], now: datetime) -> None:
+    """Let the policy act on the run until it waits or the run ends."""
+    decide_all([decisions(state, pairs, now)], policy)
+
+
+def decide_all(deciding: Sequence[Decisions], policy: Policy) -> None:
+    """Drive runs' decisions in lockstep: each round, one `act_all` for every run still deciding."""
+    pending: list[tuple[Decisions, Observation]] = []
+    for run in deciding:
+        pending.append((run, next(run)))  # a fresh run always has a first observation
+    while pending:
+        answers = act_all(policy, [observation for _, observation in pending])
+        resumed = [(run, resume(run, answer)) for (run, _), answer in zip(pending, answers, strict=True)]
+        pending = [(run, observation) for run, observation in resumed if observation is not None]
+
+
+def resume(run: Decisions, answer: Answer) -> Observation | None:
+    """The run's next observation once it has the answer; None where its decisions are over."""
+    try:
+        return run.send(answer)
+    except StopIteration:
+        return None
+
+
+def act_all(policy: Policy, observations: Sequence[Observation]) -> list[Answer]:
+    """The policy's action for each observation, as `act` gives it alone: through its
+    `act_many` (one batched pass) where it has one and there are several; where that fails,
+    or there is one, `act` on each, an exception being that observation's answer only."""
+    many = getattr(policy, "act_many", None)
+    if many is not None and len(observations) > 1:
+        try:
+            actions: list[Answer] = list(many(observations))
+        except Exception:
+            log.warning("the policy %s failed on %d runs at once; acting on each", policy.name, len(observations))
+        else:
+            if len(actions) == len(observations):
+                return actions
+    answers: list[Answer] = []
+    for observation in observations:
+        try:
+            answers.append(policy.act(observation))
+        except Exception as error:  # a broken policy must not wedge the run
+            answers.append(error)
+    return answers
+
+
+def decisions(state: RunState, pairs: tuple[Pair, ...], now: datetime) -> Decisions:
+    """One run's decisions in a step: yields each observation, is sent the policy's answer to
+    it, and applies it, until the policy waits or the run ends."""
     violations = 0
     for _ in range(MAX_ACTIONS_PER_STEP):
         observation = observe(state, pairs, now)
+        answer = yield observation
         try:
-            action = check_action(policy.act(observation), observation)
+            if isinstance(answer, Exception):
+                raise answer
+            action = check_action(answer, observation)
         except ProtocolViolation as error:
             violation(state, "policy action", error)
             violations += 1

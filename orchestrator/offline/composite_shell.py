@@ -16,7 +16,7 @@ from orchestrator.composite.items import items_of
 from orchestrator.composite.outcome import Decompose, Delegate, Plan, Solve
 from orchestrator.core.policy import Policy
 from orchestrator.core.state import NodeState, RunSpec, RunState
-from orchestrator.offline.shell import run_offline, table_executor, table_pairs
+from orchestrator.offline.shell import run_many, table_executor, table_pairs
 from orchestrator.routing.table import OutcomeTable
 
 
@@ -29,20 +29,23 @@ def route_composites(
     prices: Mapping[str, Mapping[str, float]] | None = None,
     best_of: int = 1,
 ) -> tuple[list[Plan], list[RunState]]:
-    """Each composite as a run through the core: the plan it carried out, and the run
-    (`best_of` > 1: a request's best-of-N, for a policy with a reward model)."""
-    pairs = table_pairs(table, prices)
-    executor = table_executor(table)
-    plans, states = [], []
-    for c in composites:
-        spec = RunSpec(
-            task_text=text_of(c, table), policy="learned", domain=domain_of(c, table), benchmark="composite",
-            decomposable=True, cost_preference=lam, task_metadata={"items": items_of(c, table)}, best_of=best_of,
-        )  # fmt: skip
-        state = run_offline(spec, policy, pairs, executor)
+    """Each composite as a run through the core, all in lockstep: the plan it carried out, and
+    the run (`best_of` > 1: a request's best-of-N, for a policy with a reward model)."""
+    tasks = [
+        (
+            RunSpec(
+                task_text=text_of(c, table), policy="learned", domain=domain_of(c, table), benchmark="composite",
+                decomposable=True, cost_preference=lam, task_metadata={"items": items_of(c, table)}, best_of=best_of,
+            ),
+            {},
+        )
+        for c in composites
+    ]  # fmt: skip
+    states = run_many(tasks, policy, table_pairs(table, prices), table_executor(table))
+    plans = []
+    for state, c in zip(states, composites, strict=True):
         assert state.root is not None
         plans.append(plan_of(state, state.root, c))
-        states.append(state)
     return plans, states
 
 

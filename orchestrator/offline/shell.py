@@ -12,7 +12,8 @@ latency (0 where none is recorded).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import math
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
@@ -24,7 +25,7 @@ from orchestrator.core.items import composite_answer
 from orchestrator.core.policy import Policy
 from orchestrator.core.protocol import Pair, PairRef
 from orchestrator.core.state import RUN_ENDED, AttemptState, RunSpec, RunState
-from orchestrator.core.step import end, recorded_metadata, start, step
+from orchestrator.core.step import end, recorded_metadata, start, step_many
 from orchestrator.routing.methods import Routes
 from orchestrator.routing.table import OutcomeTable
 
@@ -113,26 +114,58 @@ def run_offline(
     max_steps: int = MAX_STEPS,
 ) -> RunState:
     """Run a task to its end through the core; the state holds its tree and attempts."""
-    state = RunState(spec=spec)
-    now = EPOCH
-    start(state, now, root_metadata=dict(root_metadata or {}))
+    return run_many([(spec, root_metadata or {})], policy, pairs, executor, max_steps=max_steps)[0]
+
+
+def run_many(
+    tasks: Sequence[tuple[RunSpec, Mapping[str, Any]]],
+    policy: Policy,
+    pairs: tuple[Pair, ...],
+    executor: Executor,
+    *,
+    max_steps: int = MAX_STEPS,
+) -> list[RunState]:
+    """Run tasks (spec, root metadata) to their ends through the core in lockstep: each step
+    moves every run still going on (`core.step.step_many`: the policy decides for all of them
+    at once), then executes their queued attempts. Each run has its own clock and ends as it
+    would alone."""
+    states = [RunState(spec=spec) for spec, _ in tasks]
+    clocks = [EPOCH] * len(states)
+    for state, (_, metadata) in zip(states, tasks, strict=True):
+        start(state, EPOCH, root_metadata=dict(metadata))
+    going = list(range(len(states)))
     for _ in range(max_steps):
-        step(state, policy, pairs, now)
-        state.take_changes()
-        if state.status in RUN_ENDED:
-            return state
-        queued = [attempt for attempt in state.attempts() if attempt.status == "queued"]
-        latency = 0.0
-        for attempt in queued:
-            latency = max(latency, executor.execute(attempt))
-            state.cost_usd += attempt.cost_usd
-            state.tokens_in += int(attempt.envelope.get("tokens_in", 0))
-            state.tokens_out += int(attempt.envelope.get("tokens_out", 0))
-        state.latency_s += latency
-        now += timedelta(seconds=latency)
-    end(state, "failed", f"no end after {max_steps} steps", now)
-    state.take_changes()
-    return state
+        if not going:
+            return states
+        step_many([(states[i], clocks[i]) for i in going], policy, pairs)
+        still = []
+        for i in going:
+            state = states[i]
+            state.take_changes()
+            if state.status in RUN_ENDED:
+                continue
+            clocks[i] += timedelta(seconds=execute_queued(state, executor))
+            still.append(i)
+        going = still
+    for i in going:
+        end(states[i], "failed", f"no end after {max_steps} steps", clocks[i])
+        states[i].take_changes()
+    return states
+
+
+def execute_queued(state: RunState, executor: Executor) -> float:
+    """Execute the run's queued attempts together, adding up their cost and tokens; return the
+    slowest one's latency, by which the run's clock moves on."""
+    latency = 0.0
+    for attempt in state.attempts():
+        if attempt.status != "queued":
+            continue
+        latency = max(latency, executor.execute(attempt))
+        state.cost_usd += attempt.cost_usd
+        state.tokens_in += int(attempt.envelope.get("tokens_in", 0))
+        state.tokens_out += int(attempt.envelope.get("tokens_out", 0))
+    state.latency_s += latency
+    return latency
 
 
 # A recorded outcome table as a pool: column j is endpoint j + 1, `replay/<model>`.
@@ -155,17 +188,19 @@ def table_pairs(table: OutcomeTable, prices: Mapping[str, Mapping[str, float]] |
 
 
 def table_executor(table: OutcomeTable) -> RecordedExecutor:
+    score, cost = table.score.tolist(), np.nan_to_num(table.cost).tolist()
+    tokens_in, tokens_out = np.nan_to_num(table.tokens_in).tolist(), np.nan_to_num(table.tokens_out).tolist()
     recordings = {
         (item_id, model, primitive): Recording(
             response=table.responses[i][j],
-            score=float(table.score[i, j]),
-            cost_usd=float(np.nan_to_num(table.cost[i, j])),
-            tokens_in=int(np.nan_to_num(table.tokens_in[i, j])),
-            tokens_out=int(np.nan_to_num(table.tokens_out[i, j])),
+            score=score[i][j],
+            cost_usd=cost[i][j],
+            tokens_in=int(tokens_in[i][j]),
+            tokens_out=int(tokens_out[i][j]),
         )  # fmt: skip
         for i, item_id in enumerate(table.item_ids)
         for j, (model, primitive) in enumerate(table.pairs)
-        if not np.isnan(table.score[i, j])
+        if not math.isnan(score[i][j])
     }
     return RecordedExecutor(recordings, {j + 1: model for j, (model, _) in enumerate(table.pairs)})
 
@@ -173,24 +208,25 @@ def table_executor(table: OutcomeTable) -> RecordedExecutor:
 def route_table(
     table: OutcomeTable, policy: Policy, *, lam: float, pairs: tuple[Pair, ...] | None = None
 ) -> tuple[Routes, list[RunState]]:
-    """Each item as a single-item task through the core: the pairs its root called, in order,
-    and the one whose answer it accepted (-1 for none), as `Routes` over the table's columns."""
+    """Each item as a single-item task through the core, all in lockstep (`run_many`): the pairs
+    its root called, in order, and the one whose answer it accepted (-1 for none), as `Routes`
+    over the table's columns."""
     pairs = pairs if pairs is not None else table_pairs(table)
-    executor = table_executor(table)
-    executed, final, states = [], [], []
+    tasks = []
     for i, item_id in enumerate(table.item_ids):
         recorded = [table.pairs[j] for j in np.flatnonzero(~np.isnan(table.score[i]))]
         spec = RunSpec(
             task_text=table.prompts[i], policy="learned", domain=table.domains[i], benchmark=table.benchmarks[i],
             cost_preference=lam,
         )  # fmt: skip
-        metadata = recorded_metadata(item_id, recorded, table.domains[i], table.benchmarks[i])
-        state = run_offline(spec, policy, pairs, executor, root_metadata=metadata)
+        tasks.append((spec, recorded_metadata(item_id, recorded, table.domains[i], table.benchmarks[i])))
+    states = run_many(tasks, policy, pairs, table_executor(table))
+    executed, final = [], []
+    for state in states:
         root = state.root
         assert root is not None
         calls = [a for a in root.attempts if a.primitive != "plan" and a.status != "cancelled"]
         executed.append(tuple(a.endpoint_id - 1 for a in calls))
         accepted = root.attempts[root.accepted - 1] if root.accepted and root.status == "succeeded" else None
         final.append(accepted.endpoint_id - 1 if accepted is not None else -1)
-        states.append(state)
     return Routes(executed=executed, final=final), states

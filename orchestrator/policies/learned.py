@@ -64,25 +64,13 @@ from orchestrator.learning.dataset import PoolContext
 from orchestrator.learning.episode import (
     BEST_UPTO,
     CEILING_FROM,
-    EpisodeBatch,
     binds_best,
     estimated_worth,
     preset_bound,
     reliability,
     step_logits,
 )
-from orchestrator.learning.features import (
-    Calibration,
-    PairInfo,
-    answer_key,
-    assemble_pair_features,
-    domain_indices,
-    item_accuracy,
-    known_domains,
-    pair_infos,
-    response_surface,
-    task_features,
-)
+from orchestrator.learning.features import Calibration, item_accuracy, known_domains, pair_infos, task_features
 from orchestrator.learning.model import PolicyNet, load_checkpoint
 from orchestrator.learning.sft import SFTConfig
 from orchestrator.policies import COST_PRESETS, learned_best_of, register
@@ -90,9 +78,9 @@ from orchestrator.policies.default import DefaultConfig, DefaultPolicy
 from orchestrator.policies.learned_calibration import calibration_context
 from orchestrator.policies.learned_cascade import Gate, parse_gate
 from orchestrator.policies.learned_cascade import review as cascade_review
+from orchestrator.policies.learned_episodes import NodeEpisode, Prepared, Request, node_episodes, prepare
 
 PRESETS = COST_PRESETS  # λ in units of the pool's most expensive pair
-ASSUMED_TOKENS = (500, 250)  # (in, out) to price a pair the checkpoint never saw
 KNN_MEMO = 64  # nodes whose per-item accuracy a policy keeps (a node is decided on several times)
 Embedder = Callable[[list[str]], np.ndarray]
 
@@ -189,22 +177,6 @@ def legacy_context(pool: Mapping[str, Any]) -> PoolContext:
     return PoolContext(infos=pair_infos([(str(m), str(p)) for m, p in pool["pairs"]], None), calibration=calibration)
 
 
-@dataclass
-class NodeEpisode:
-    """A node as one episode of the policy (`learning.episode`): a batch of one item whose
-    columns are the checkpoint's pairs, then the pool's pairs it does not know."""
-
-    batch: EpisodeBatch
-    refs: list[PairRef | None]  # each column's pair in this run's pool (None: not admissible here)
-    executed: torch.Tensor  # [1, P] bool: the pairs the node's attempts called
-    last: torch.Tensor  # [1] the last attempt's column, -1 before any
-    steps: int  # pairs called so far
-    twins: dict[PairRef, int] = field(default_factory=dict)  # pool pairs of a column's model and primitive
-
-    def column(self, ref: PairRef) -> int:
-        return self.twins[ref] if ref in self.twins else self.refs.index(ref)
-
-
 class LearnedPolicy(DefaultPolicy):
     name = "learned"
     reviews_answers = True  # accept an answer, or ask for a second opinion, as its episodes do
@@ -223,8 +195,23 @@ class LearnedPolicy(DefaultPolicy):
             context = calibration_context(config.calibration, self._embedder(), key=config.calibration_key)
             self.loaded = replace(self.loaded, context=context, columns=pair_columns(context))
         self._knn: dict[tuple[str, str], np.ndarray] = {}
+        self._prepared: dict[tuple[int, str], Prepared] = {}  # during `act_many`
         if config.cascade is True and not self.loaded.gates:
             raise ValueError(f"{config.checkpoint} carries no cascade gate (trained before they did): train it again")
+
+    def act_many(self, observations: Sequence[Observation]) -> list[Action]:
+        """`act` on each observation, the network's passes for all of them made at once first
+        (`learned_episodes.prepare`): the actions `act` gives each one alone."""
+        self._prepared = prepare(self, observations)
+        try:
+            return [self.act(observation) for observation in observations]
+        finally:
+            self._prepared = {}
+
+    def _ready(self, node: NodeView, observation: Observation, candidates: Sequence[Pair]) -> Prepared | None:
+        """The node's prepared episode, where `act_many` made it for these candidates."""
+        found = self._prepared.get((id(observation), node.key))
+        return found if found is not None and found.candidates == tuple(p.ref for p in candidates) else None
 
     # --- the two learned choices ---
 
@@ -321,22 +308,20 @@ class LearnedPolicy(DefaultPolicy):
         tried = {a.pair for a in node.attempts}
         by_ref = {pair.ref: pair for pair in observation.pairs}
         candidates = [by_ref[ref] for ref in self._candidates(node, observation) if ref not in tried]
-        episode = self.episode(node, observation, candidates)
+        prepared = self._ready(node, observation, candidates)
+        episode = prepared.episode if prepared is not None else self.episode(node, observation, candidates)
         max_steps = self.loaded.max_steps
         if candidates and episode.steps < max_steps and not chosen:
-            lam = torch.tensor([self.lam(observation)], dtype=torch.float32)
-            bound = preset_bound(episode.batch, self.lam(observation))
-            with torch.no_grad():
-                logits = step_logits(
-                    self.net, episode.batch, lam, episode.executed, episode.last, episode.steps, max_steps,
-                    bound=bound,
-                )  # fmt: skip
+            logits = prepared.logits if prepared is not None else self._step_logits(episode, observation)
             choice = int(logits[0].argmax())
             ref = episode.refs[choice] if choice < len(episode.refs) else None
             if ref is not None and ref in by_ref:
                 return Solve(node.key, ref)  # a second opinion
-        with torch.no_grad():
-            trust = reliability(self.net, episode.batch, episode.executed)[0]
+        if prepared is not None:
+            trust = prepared.trust
+        else:
+            with torch.no_grad():
+                trust = reliability(self.net, episode.batch, episode.executed)[0]
         answered = {a.pair: a.number for a in node.attempts if a.status == "ok"}  # the latest per pair
         best = max(answered, key=lambda pair: float(trust[episode.column(pair)]) if pair in episode.refs else -1.0)
         return Accept(node.key, answered[best])
@@ -372,16 +357,24 @@ class LearnedPolicy(DefaultPolicy):
         """[len(candidates)] the policy's logits of calling each candidate next, at the run's λ:
         one step of the episode the evaluation plays (`learning.episode.step_logits`; `episode`:
         the node's, where the caller has it)."""
-        episode = episode or self.episode(node, observation, candidates)
-        lam = torch.tensor([self.lam(observation)], dtype=torch.float32)
-        steps = min(episode.steps, self.loaded.max_steps - 1)  # a node may try more pairs than an episode
-        bound = preset_bound(episode.batch, self.lam(observation))
-        with torch.no_grad():
-            logits = step_logits(
-                self.net, episode.batch, lam, episode.executed, episode.last, steps, self.loaded.max_steps,
-                bound=bound,
-            )  # fmt: skip
+        prepared = self._ready(node, observation, candidates) if episode is None else None
+        if prepared is not None:
+            episode, logits = prepared.episode, prepared.logits
+        else:
+            episode = episode or self.episode(node, observation, candidates)
+            logits = self._step_logits(episode, observation)
         return logits[0, [episode.column(pair.ref) for pair in candidates]]
+
+    def _step_logits(self, episode: NodeEpisode, observation: Observation) -> torch.Tensor:
+        """[1, P + 1] the next step's logits of the node's episode at the run's λ (a node may try
+        more pairs than an episode: its step counts as the last one's)."""
+        lam = self.lam(observation)
+        steps = min(episode.steps, self.loaded.max_steps - 1)
+        with torch.no_grad():
+            return step_logits(
+                self.net, episode.batch, torch.tensor([lam], dtype=torch.float32), episode.executed, episode.last,
+                steps, self.loaded.max_steps, bound=preset_bound(episode.batch, lam),
+            )  # fmt: skip
 
     def wants_decomposition(self, observation: Observation) -> bool:
         return self._wants_decomposition(observation.root, observation)
@@ -414,93 +407,34 @@ class LearnedPolicy(DefaultPolicy):
     def _embed(self, text: str) -> np.ndarray:
         return np.asarray(self._embedder()([text]), dtype=np.float32)
 
-    def _item_accuracy(self, text: str, domain: str, emb: np.ndarray, acc: np.ndarray) -> np.ndarray:
-        """The per-item accuracy of each pair from the nearest calibration items: the same for
-        a node's every decision (its solve and each review), so kept for the last few nodes."""
-        key = (text, domain)
-        if key not in self._knn:
-            if len(self._knn) >= KNN_MEMO:
-                self._knn.pop(next(iter(self._knn)))
-            self._knn[key] = item_accuracy(self.loaded.context.calibration, emb, [domain], acc, exclude_self=False)
-        return self._knn[key]
+    def _item_accuracies(self, texts: list[str], domains: list[str], emb: np.ndarray, acc: np.ndarray) -> np.ndarray:
+        """[n, p] the per-item accuracy of each pair from the nearest calibration items, in one
+        pass for the nodes not met lately: the same for a node's every decision (its solve and
+        each review), so kept for the last few nodes."""
+        keys = list(zip(texts, domains, strict=True))
+        found = {key: self._knn[key] for key in keys if key in self._knn}
+        fresh = {key: k for k, key in enumerate(keys) if key not in found}  # a row of each
+        if fresh:
+            rows = np.fromiter(fresh.values(), dtype=np.int64)
+            calib = self.loaded.context.calibration
+            computed = item_accuracy(calib, emb[rows], [domains[k] for k in rows], acc[rows], exclude_self=False)
+            found |= {key: computed[r : r + 1] for r, key in enumerate(fresh)}
+        for key in keys[-KNN_MEMO:]:
+            self._knn[key] = found[key]
+        while len(self._knn) > KNN_MEMO:
+            self._knn.pop(next(iter(self._knn)))
+        return np.concatenate([found[key] for key in keys])
 
     def episode(self, node: NodeView, observation: Observation, candidates: Sequence[Pair]) -> NodeEpisode:
-        """The node as the evaluation encodes an item (`learning.dataset.encode`): pair features
-        from the run's calibration (the checkpoint's, or the pool's own) for the node's text and
-        domain, the candidates available, and the pairs its attempts called."""
-        context, columns = self.loaded.context, self.loaded.columns
-        calib = context.calibration
-        emb = self._embed(node.text)
-        domain = known_domains(calib, emb, [node.domain or observation.domain])[0]  # a bare text: its neighbours'
-        wanted = {pair.ref for pair in candidates}
-        called = {a.pair for a in node.attempts}
-        # Two endpoints of one model (its recordings and the live model; two servers of it) share
-        # the column: the one this node may call stands for both, and its twins map to it.
-        known: dict[tuple[str, str], Pair] = {}
-        twins: list[tuple[tuple[str, str], Pair]] = []
-        mine = wanted | called
-        for pair in sorted(observation.pairs, key=lambda pair: pair.ref not in mine):
-            key = (pair.model.removeprefix("replay/"), pair.ref.primitive)
-            if key in known:
-                twins.append((key, pair))
-            else:
-                known[key] = pair
-        extra = [pair for key, pair in known.items() if key not in columns and pair.ref.primitive != "plan"]
-        refs: list[PairRef | None] = [None] * len(context.infos) + [pair.ref for pair in extra]
-        for key, j in columns.items():
-            if key in known:
-                refs[j] = known[key].ref
-        dom = domain_indices([domain])
-        acc = calib.domain_acc[dom]  # [1, p]: computed as `features.pair_features` does
-        cost = calib.domain_cost[dom] / calib.cost_ref
-        knn = self._item_accuracy(node.text, domain, emb, acc)
-        glob = calib.global_acc
-        infos = list(context.infos)
-        if extra:  # pairs the checkpoint never saw: the pool's mean, at their listed prices
-            mean = float(glob.mean()) if glob.size else 0.5
-            priced = np.asarray([[min(_priced(pair) / calib.cost_ref, 10.0) for pair in extra]])
-            acc = np.concatenate([acc, np.full((1, len(extra)), mean)], axis=1)
-            knn = np.concatenate([knn, np.full((1, len(extra)), mean)], axis=1)
-            cost = np.concatenate([cost, priced], axis=1)
-            glob = np.concatenate([glob, np.full(len(extra), mean)])
-            infos += [_info(pair) for pair in extra]
-        p = len(refs)
-        answers = torch.full((1, p), -1, dtype=torch.long) - torch.arange(p).unsqueeze(0)
-        surface = torch.zeros(1, p, 4)
-        seen: dict[str, int] = {}
-        last = -1
-        for attempt in node.attempts:
-            if attempt.pair not in refs:
-                continue
-            j = refs.index(attempt.pair)
-            response = attempt.output if attempt.status == "ok" else None
-            said = answer_key(response)
-            if said is not None:
-                answers[0, j] = seen.setdefault(said, len(seen))
-            surface[0, j] = torch.from_numpy(response_surface(response))
-            last = j
-        batch = EpisodeBatch(
-            task=torch.from_numpy(task_features(emb, [domain])),
-            pairs=torch.from_numpy(assemble_pair_features(infos, acc, knn, glob, cost)),
-            available=torch.tensor([[ref is not None and (ref in wanted or ref in called) for ref in refs]]),
-            cost_est=torch.from_numpy(cost.astype(np.float32)),
-            answers=answers,
-            surface=surface,
-            calibration_items=int(self.loaded.context.calibration.embeddings.shape[0]),
-        )
-        executed = torch.tensor([[ref is not None and ref in called for ref in refs]])
-        twin_columns = {pair.ref: refs.index(known[key].ref) for key, pair in twins if known[key].ref in refs}
-        return NodeEpisode(batch, refs, executed, torch.tensor([last]), steps=int(executed.sum()), twins=twin_columns)
+        """The node as the evaluation encodes an item (`learned_episodes.node_episodes`): pair
+        features from the run's calibration (the checkpoint's, or the pool's own) for the node's
+        text and domain, the candidates available, and the pairs its attempts called."""
+        return self.episodes([(node, observation, candidates)])[0]
 
-
-def _info(pair: Pair) -> PairInfo:
-    return PairInfo(
-        model=pair.model.removeprefix("replay/"),
-        primitive=pair.ref.primitive,
-        input_per_mtok=pair.input_cost_per_mtok,
-        output_per_mtok=pair.output_cost_per_mtok,
-        context_window=pair.context_window,
-    )
+    def episodes(self, requests: Sequence[Request]) -> list[NodeEpisode]:
+        """`episode` for many (node, observation, candidates) at once."""
+        embed = lambda texts: np.asarray(self._embedder()(texts), dtype=np.float32)  # noqa: E731
+        return node_episodes(self.loaded, requests, embed, self._item_accuracies)
 
 
 def sample_without_replacement(logits: torch.Tensor, n: int, *, seed: int) -> list[int]:
@@ -514,14 +448,6 @@ def sample_without_replacement(logits: torch.Tensor, n: int, *, seed: int) -> li
     if n > distinct:
         picks += torch.multinomial(probs, n - distinct, replacement=True, generator=generator).tolist()
     return [int(i) for i in picks]
-
-
-def _priced(pair: Pair) -> float:
-    """USD of one call at the assumed token counts, from the pair's prices (inf when unpriced)."""
-    if pair.input_cost_per_mtok is None and pair.output_cost_per_mtok is None:
-        return math.inf
-    tokens_in, tokens_out = ASSUMED_TOKENS
-    return ((pair.input_cost_per_mtok or 0.0) * tokens_in + (pair.output_cost_per_mtok or 0.0) * tokens_out) / 1e6
 
 
 @register("learned")

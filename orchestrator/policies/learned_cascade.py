@@ -43,7 +43,11 @@ class _Needs(Exception):
 def plan_node(
     policy: LearnedPolicy, node: NodeView, observation: Observation
 ) -> tuple[CascadePlan, list[PairRef | None]]:
-    """The node's cascade plan over its admissible pairs, and each column's pair."""
+    """The node's cascade plan over its admissible pairs, and each column's pair (as
+    `LearnedPolicy.act_many` made it, where it did)."""
+    prepared = policy._prepared.get((id(observation), node.key))
+    if prepared is not None and prepared.cascade is not None:
+        return prepared.cascade
     fresh = replace(node, attempts=())
     by_ref = {pair.ref: pair for pair in observation.pairs}
     candidates = [by_ref[ref] for ref in policy._candidates(node, observation)]
