@@ -130,7 +130,8 @@ def test_the_domain_of_a_recorded_item_reaches_the_policys_features(
         seen.append((list(domains), features))
         return features
 
-    monkeypatch.setattr("orchestrator.policies.learned.task_features", watched)
+    monkeypatch.setattr("orchestrator.policies.learned.task_features", watched)  # the decompose head's
+    monkeypatch.setattr("orchestrator.policies.learned_episodes.task_features", watched)  # a node's episode
     source = str(RecordedOutcome.objects.filter(item_id="t.3").values_list("source", flat=True).first())
     with override_settings(DATA_DIR=tmp_path):
         job = TrainingJob.objects.create(kind="policy", config={"seed": 0}, created_by=researcher)
