@@ -2,7 +2,7 @@
 
     python -m orchestrator.evaluate --outcomes FILE [FILE ...] [--train FILE ...] [--probe K]
         [--seed S] [--json OUT.json] [--plot OUT.png] [--methods a,b,...] [--prices P]
-        [--max-train-items N] [--max-test-items N] [--checkpoint POLICY.pt] [--engine core|vectorized]
+        [--max-train-items N] [--max-test-items N] [--checkpoint POLICY.pt]
 
 The options are `orchestrator.offline.items.ItemsConfig`'s fields (the library this wraps,
 whose docstring says what each does); --learned-config is a JSON file of the learned
@@ -19,7 +19,6 @@ from pathlib import Path
 from orchestrator import cli
 from orchestrator.errors import UsageError
 from orchestrator.offline.items import (
-    ENGINES,
     METHOD_NAMES,
     ItemsConfig,
     OnProgress,
@@ -45,10 +44,6 @@ def parse_args(
     parser.add_argument("--max-train-items", type=int, help="fit on a seeded random subset of this many train items")
     parser.add_argument("--max-test-items", type=int, help="test on a seeded random subset of this many test items")
     parser.add_argument("--checkpoint", type=Path, help="the learned policy: this trained checkpoint, not one fit here")
-    parser.add_argument(
-        "--engine", choices=ENGINES, default="core",
-        help="the learned method's items: runs of the orchestration core (default), or batched episodes",
-    )  # fmt: skip
     args = parser.parse_args(argv)
     args.method_names = METHOD_NAMES if args.methods is None else method_names(parser, args.methods)
     return parser, args
@@ -82,7 +77,6 @@ def config_of(args: argparse.Namespace) -> ItemsConfig:
         max_train_items=args.max_train_items,
         max_test_items=args.max_test_items,
         checkpoint=args.checkpoint,
-        engine=args.engine,
     )
 
 

@@ -2,7 +2,7 @@
 
     python -m orchestrator.evaluate_pools [--outcomes FILE ...] [--splits 5] [--k 10,25,50,100]
         [--seeds 0,1,2] [--methods learned,knn,cluster,mf,best_single,cascade] [--out RESULTS.jsonl]
-        [--engine vectorized|core] [--learned-config C.json] [--max-train-items N] [--max-test-items N]
+        [--learned-config C.json] [--max-train-items N] [--max-test-items N]
 
 How the splits and probes are drawn, and what is fit on what: the library this wraps,
 `orchestrator.offline.pools` (its docstring). `--splits` is models splits per source, `--k`
@@ -11,7 +11,7 @@ the probe sizes.
 Printed per K: each method's AIQ, mean ± sd over the splits (a split's figure is the mean of
 its seeds), and in how many splits it is the best method. Each (split, seed, K, method) is
 one line of `--out` (JSON lines), written as it finishes; a rerun with the same `--out`
-skips what is there, so a long run can be stopped and resumed (with the same files, engine,
+skips what is there, so a long run can be stopped and resumed (with the same files,
 learned config and caps; other settings are refused: they need another `--out`).
 """
 
@@ -26,7 +26,7 @@ from typing import Any
 from orchestrator import cli
 from orchestrator.errors import UsageError
 from orchestrator.evaluate import method_names
-from orchestrator.offline.items import ENGINES, METHOD_NAMES
+from orchestrator.offline.items import METHOD_NAMES
 from orchestrator.offline.pools import DEFAULT_METHODS, OUTCOMES, PoolsConfig, Split, evaluate_pools, foreign_setup
 
 
@@ -56,10 +56,6 @@ def parse_args(argv: Sequence[str] | None) -> tuple[argparse.ArgumentParser, arg
     parser.add_argument("--out", type=Path, help="results as JSON lines; a rerun skips what is there")
     parser.add_argument("--prices", type=Path, help="prices.json (default: the one beside the first --outcomes file)")
     parser.add_argument("--learned-config", type=Path, help="JSON config for the learned policy")
-    parser.add_argument(
-        "--engine", choices=ENGINES[::-1], default="vectorized",
-        help="the learned method's items: batched episodes (default; they decide as the core does), or core runs",
-    )  # fmt: skip
     parser.add_argument("--max-train-items", type=cli.positive, help="fit on a seeded subset of this many items")
     parser.add_argument("--max-test-items", type=cli.positive, help="test on a seeded subset of this many items")
     args = parser.parse_args(argv)
@@ -80,7 +76,6 @@ def config_of(args: argparse.Namespace) -> PoolsConfig:
         only=tuple(name.strip() for name in (args.only or "").split(",") if name.strip()),
         prices=args.prices,
         learned=learned,
-        engine=args.engine,
         max_train_items=args.max_train_items,
         max_test_items=args.max_test_items,
     )

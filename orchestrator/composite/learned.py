@@ -105,8 +105,8 @@ class LearnedComposite:
 
     name = "learned"
 
-    def __init__(self, config: Mapping[str, Any] | None = None, *, embedder: Any = None, engine: str = "vectorized"):
-        self.method = LearnedMethod(config, embedder=embedder, engine=engine)
+    def __init__(self, config: Mapping[str, Any] | None = None, *, embedder: Any = None):
+        self.method = LearnedMethod(config, embedder=embedder)
         self.decompose = self.method.config.decompose
         self.knobs: tuple[float, ...] = self.method.knobs
         self.metrics: dict[str, float] = {}
@@ -260,17 +260,23 @@ class LearnedComposite:
     # --- planning ---
 
     def plans(self, composites: Sequence[Composite], *, knob: float) -> list[Plan]:
-        """Each composite's plan at a knob: decided batched (`choices`), or with the core engine
-        as runs of the runtime policy (`offline.composite_shell`), which decide the same."""
-        if self.method.engine == "core" and self.head:
-            from orchestrator.offline.composite_shell import route_composites
-
-            lam = knob - CASCADE_OFFSET if knob >= CASCADE_OFFSET else knob
-            policy = self.method.runtime_policy(lam, cascade=self.method.cascade_gate(knob), decides_composites=True)
-            with torch.no_grad():
-                return route_composites(self._costing.table, composites, policy, lam=lam)[0]
+        """Each composite's plan at a knob (`choices`): its parts routed through the core, its
+        decisions and delegate pairs from the estimates with the costing's interference factor."""
         choices = self.choices(composites, knob=knob)
         return [choices.plan(c) for c in composites]
+
+    def runs(self, composites: Sequence[Composite], *, knob: float) -> list[Plan]:
+        """Each composite's plan as runs of the runtime policy through the core, all in lockstep
+        (`offline.composite_shell`): what a live run decides. The runtime policy knows no
+        interference, so with no penalty these are the plans `plans` gives."""
+        from orchestrator.offline.composite_shell import route_composites
+
+        lam = knob - CASCADE_OFFSET if knob >= CASCADE_OFFSET else knob
+        policy = self.method.runtime_policy(
+            lam, cascade=self.method.cascade_gate(knob), decides_composites=self.head
+        )  # fmt: skip
+        with torch.no_grad():
+            return route_composites(self._costing.table, composites, policy, lam=lam)[0]
 
     def choices(self, composites: Sequence[Composite], *, knob: float) -> Choices:
         """The policy's choices on `composites` at a knob (a λ, or a cascade knob for the parts)."""

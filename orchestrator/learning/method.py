@@ -22,7 +22,7 @@ import numpy as np
 import torch
 
 from orchestrator.configs import STRICT_KEYS, Count, NonNegative, from_mapping
-from orchestrator.learning.cascade import fit_gates, plan_cascade, run_cascade
+from orchestrator.learning.cascade import fit_gates
 from orchestrator.learning.dataset import Embedder, PoolContext, default_embedder, encode, make_context
 from orchestrator.learning.decompose import DecomposeConfig
 from orchestrator.learning.ensemble import PolicyEnsemble, UnseenConfig, shares
@@ -41,8 +41,6 @@ DEFAULT_KNOBS = (
     *(0.0, 0.005, 0.01, 0.015, 0.02, 0.025, 0.03, 0.035, 0.04, 0.045, 0.05, 0.057, 0.065, 0.072, 0.08, 0.09),
     *(0.1, 0.11, 0.12, 0.135, 0.15, 0.175, 0.2, 0.25, 0.3, 0.35, 0.42, 0.5, 0.6, 0.7, 0.85, 1.0, 1.4, 2.0, 3.0, 5.0),
 )
-
-ENGINES = ("core", "vectorized")
 
 Progress = Callable[[int, int, dict[str, float]], None]  # (done, total, metrics), as the trainers report
 Guide = Callable[[EpisodeBatch], tuple[EpisodeBatch, dict[str, float]]]  # the episodes RL plays, and metrics
@@ -90,11 +88,7 @@ class LearnedMethod:
         embedder: Embedder | None = None,
         extra_trajectories: list[dict[str, Any]] | None = None,
         checkpoint: Path | None = None,
-        engine: str = "core",
     ) -> None:
-        if engine not in ENGINES:
-            raise ValueError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINES)}")
-        self.engine = engine  # core: each item a run of the orchestration core; vectorized: batched episodes
         self.config = LearnedConfig.from_mapping(config)
         self.checkpoint = checkpoint  # fit loads it (network and calibration) instead of training
         self.embedder = embedder or default_embedder
@@ -227,17 +221,12 @@ class LearnedMethod:
             lam -= CASCADE_OFFSET
             # on an unseen pool the cascade is off (`knobs`): its knob is the plain λ, as in a live run
             cascade = None if self._unseen else self._gate(lam)
-        if self.engine == "vectorized":
-            batch = encode(test, self._embed(test), self.context, with_outcomes=False)
-            if cascade is not None:
-                return _route_cascade(self.net, batch, test, lam, cascade, self.config.sft.max_steps)
-            return route_batch(self.net, batch, test, lam, max_steps=self.config.sft.max_steps)
         return self._route_core(test, lam, cascade)
 
     def _route_core(self, test: OutcomeTable, lam: float, cascade: dict[str, tuple[int, int]] | None) -> Routes:
-        """Each item as a run of the orchestration core (`offline.shell`), decided by the runtime
-        learned policy on this network and calibration (with the agreement cascade's gate where
-        given): the decisions a live run makes."""
+        """Each item as a run of the orchestration core, all in lockstep (`offline.shell.run_many`),
+        decided by the runtime learned policy on this network and calibration (with the agreement
+        cascade's gate where given): the decisions a live run makes."""
         from orchestrator.offline.shell import route_table, table_pairs
 
         vectors = dict(zip(test.prompts, self._embed(test), strict=True))
@@ -296,17 +285,6 @@ class LearnedMethod:
             steps = self.config.sft.max_steps
             self._gates |= fit_gates(self.net, batch, train.benchmarks, train.responses, [lam], steps)
         return self._gates[lam]
-
-
-def _route_cascade(
-    net: PolicyNet, batch: EpisodeBatch, test: OutcomeTable, lam: float, gate: dict[str, tuple[int, int]], steps: int
-) -> Routes:
-    """The agreement cascade at λ, batched: on in the benchmarks where the gate switched it on."""
-    choice = [gate.get(b, (0, 0)) for b in test.benchmarks]
-    executed, final = run_cascade(
-        plan_cascade(net, batch, lam, steps), choice, lambda i, j: answer_key(executed_response(test, i, j))
-    )
-    return Routes(executed=executed, final=final)
 
 
 def train_network(
@@ -417,7 +395,9 @@ def fit_policy(
 
 
 def route_batch(net: PolicyNet, batch: EpisodeBatch, test: OutcomeTable, lam: float, *, max_steps: int) -> Routes:
-    """Greedy episodes; each executed pair's response is read only once it is executed."""
+    """Greedy episodes on items whose outcomes training knows (the decompose head's training
+    choices, `composite.learned`); each executed pair's response is read only once it is
+    executed. The evaluation routes through the core (`route`), which decides the same."""
     seen: list[dict[str, int]] = [{} for _ in range(test.n_items)]
 
     def reveal(chosen: torch.Tensor) -> None:

@@ -10,6 +10,7 @@ part, which replay answers part by part.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from orchestrator.composite.build import Composite, domain_of, text_of
 from orchestrator.composite.items import items_of
@@ -31,7 +32,7 @@ def route_composites(
 ) -> tuple[list[Plan], list[RunState]]:
     """Each composite as a run through the core, all in lockstep: the plan it carried out, and
     the run (`best_of` > 1: a request's best-of-N, for a policy with a reward model)."""
-    tasks = [
+    tasks: list[tuple[RunSpec, Mapping[str, Any]]] = [
         (
             RunSpec(
                 task_text=text_of(c, table), policy="learned", domain=domain_of(c, table), benchmark="composite",

@@ -12,9 +12,10 @@ studio's evaluation jobs both call it.
   side (after the split and the probe), for a quick run.
 - `checkpoint`: the learned policy is that trained checkpoint, with the calibration it carries,
   instead of one fitted here.
-- `engine`: how the learned method plays its items: `core`, each item a run of the
-  orchestration core (`orchestrator.offline.shell`), or `vectorized`, the batched episodes
-  training plays.
+
+The learned method plays every test item as a run of the orchestration core
+(`orchestrator.offline.shell.run_many`: all the items in lockstep, its network asked once per
+round for all of them), so its decisions are a live run's.
 
 Every method is scored on the same test items by `orchestrator.routing.metrics`.
 """
@@ -42,7 +43,6 @@ from orchestrator.routing.methods import Method, NotApplicable
 from orchestrator.routing.table import OutcomeTable, default_prices, load_table, probe_split, split_table
 
 METHOD_NAMES = (LEARNED, *BASELINES)
-ENGINES = ("core", "vectorized")
 EMBEDDED = ("knn", "cluster", "mf", "cascade", LEARNED)  # the methods that read the prompts' embeddings
 
 # on_progress(done, total, method): called before each method is fitted (done = methods
@@ -64,7 +64,6 @@ class ItemsConfig:
     max_train_items: int | None = None
     max_test_items: int | None = None
     checkpoint: Path | None = None
-    engine: str = "core"
 
 
 def check_methods(names: Sequence[str]) -> tuple[str, ...]:
@@ -78,13 +77,11 @@ def check_methods(names: Sequence[str]) -> tuple[str, ...]:
     return names
 
 
-def check_common(max_train_items: int | None, max_test_items: int | None, engine: str, methods: Sequence[str]) -> None:
-    """What the item and the pool evaluations both take: the item caps, the engine, the methods."""
+def check_common(max_train_items: int | None, max_test_items: int | None, methods: Sequence[str]) -> None:
+    """What the item and the pool evaluations both take: the item caps and the methods."""
     for flag, cap in (("--max-train-items", max_train_items), ("--max-test-items", max_test_items)):
         if cap is not None and cap < 1:
             raise UsageError(f"{flag} must be a positive number of items")
-    if engine not in ENGINES:
-        raise UsageError(f"unknown engine {engine!r}; choose from {', '.join(ENGINES)}")
     check_methods(methods)
 
 
@@ -99,7 +96,7 @@ def check(config: ItemsConfig) -> None:
         raise UsageError("--probe must be a non-negative number of items")
     if config.probe and config.train is None:
         raise UsageError("--probe needs --train: it calibrates on an unseen pool")
-    check_common(config.max_train_items, config.max_test_items, config.engine, config.methods)
+    check_common(config.max_train_items, config.max_test_items, config.methods)
     if config.checkpoint is not None:
         check_checkpoint(config.checkpoint)
     if LEARNED in config.methods:  # checked now, not after the embedding
@@ -210,13 +207,11 @@ def anchors_of(singles: dict[str, metrics.Point]) -> metrics.Anchors:
     return metrics.Anchors(weak=weak, strong=strong)
 
 
-def make_method(
-    name: str, learned_config: Mapping[str, Any] | None, checkpoint: Path | None = None, engine: str = "core"
-) -> Method:
+def make_method(name: str, learned_config: Mapping[str, Any] | None, checkpoint: Path | None = None) -> Method:
     if name == LEARNED:
         from orchestrator.learning.method import LearnedMethod  # lazy: torch training code
 
-        method: Method = LearnedMethod(dict(learned_config or {}), checkpoint=checkpoint, engine=engine)
+        method: Method = LearnedMethod(dict(learned_config or {}), checkpoint=checkpoint)
         return method
     return BASELINES[name]()
 
@@ -349,7 +344,7 @@ def evaluate_setting(config: ItemsConfig, setting: Setting, progress: OnProgress
         if progress is not None:
             progress(done, len(config.methods), name)
         try:
-            method = make_method(name, config.learned, config.checkpoint, config.engine)
+            method = make_method(name, config.learned, config.checkpoint)
         except ImportError as exc:
             unavailable[name] = str(exc)
             continue

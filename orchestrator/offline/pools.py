@@ -75,7 +75,6 @@ class PoolsConfig:
     only: tuple[str, ...] = ()  # split names to run (as `draw_splits` names them); all where empty
     prices: Path | None = None
     learned: Mapping[str, Any] | None = None  # the learned method's config (`LearnedConfig`)
-    engine: str = "vectorized"
     max_train_items: int | None = None
     max_test_items: int | None = None
 
@@ -84,7 +83,7 @@ class PoolsConfig:
         """What a row's figures depend on beyond its split, seed, K and method: rows made
         otherwise are not comparable."""
         return {
-            "outcomes": [path.name for path in self.outcomes], "engine": self.engine, "learned": self.learned,
+            "outcomes": [path.name for path in self.outcomes], "learned": self.learned,
             "max_train_items": self.max_train_items, "max_test_items": self.max_test_items,
         }  # fmt: skip
 
@@ -100,7 +99,7 @@ def check(config: PoolsConfig) -> PoolsConfig:
         raise UsageError("--seeds needs at least one seed")
     if config.splits < 0:
         raise UsageError("--splits must be 0 or more")
-    check_common(config.max_train_items, config.max_test_items, config.engine, config.methods)
+    check_common(config.max_train_items, config.max_test_items, config.methods)
     return PoolsConfig(**{**config.__dict__, "k": tuple(sorted(set(config.k)))})
 
 
@@ -186,7 +185,7 @@ def evaluate_split(
         todo = [k for k in config.k if (split.name, seed, k, name) not in done]
         if not todo:
             continue
-        method = make_method(name, config.learned, engine=config.engine)
+        method = make_method(name, config.learned)
         recalibrate = getattr(method, "calibrate", None)
         for n, k in enumerate(todo):
             setting = Setting(train, test, probes[k], f"{split.name}, K={k}")
@@ -267,8 +266,11 @@ class PoolsReport:
 
 
 def foreign_setup(config: PoolsConfig, rows: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
-    """The setup of a row made otherwise than `config` would make it, if any."""
-    return next((row.get("setup") for row in rows if row.get("setup") != config.setup), None)
+    """The setup of a row made otherwise than `config` would make it, if any. A row's `engine`
+    (rows made before the batched core: `vectorized` or `core`, which decided alike) is not
+    part of it."""
+    setups = ({k: v for k, v in row["setup"].items() if k != "engine"} for row in rows if row.get("setup"))
+    return next((setup for setup in setups if setup != config.setup), None)
 
 
 def evaluate_pools(

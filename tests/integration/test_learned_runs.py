@@ -15,7 +15,7 @@ from django.test import override_settings
 from orchestrator.learning import features
 from orchestrator.learning.context_io import context_payload
 from orchestrator.learning.dataset import encode, make_context
-from orchestrator.learning.method import LearnedConfig, _route_cascade, route_batch
+from orchestrator.learning.method import LearnedConfig, route_batch
 from orchestrator.learning.model import PolicyConfig, PolicyNet, save_checkpoint
 from orchestrator.outcomes import DOMAINS
 from orchestrator.train_policy import train
@@ -26,6 +26,7 @@ from studio.services.runs import run_create
 from studio.services.tasks import task_create, task_create_composite
 from studio.services.training import checkpoint_promote
 from tests.factories import UserFactory
+from tests.orchestrator.batched import route_cascade
 from tests.orchestrator.synthetic import write
 from tests.orchestrator.synthetic_outcomes import outcome_records, synthetic_table
 from tests.support.runs import wait_for_run
@@ -207,7 +208,7 @@ def test_a_live_agreement_cascade_calls_what_the_evaluations_cascade_calls(
     pool, table, emb, context, net = untrained_default(tmp_path, monkeypatch)
     gate = {"synthetic": (1, 1)}
     batch = encode(table, emb, context, with_outcomes=False)
-    routes = _route_cascade(net, batch, table, 0.05, gate, steps=3)
+    routes = route_cascade(net, batch, table, 0.05, gate, steps=3)
     plain = route_batch(net, encode(table, emb, context, with_outcomes=False), table, 0.05, max_steps=3)
     item = next(  # a second opinion, where the plain review would have called otherwise
         i for i, calls in enumerate(routes.executed) if len(calls) >= 2 and plain.executed[i] != calls

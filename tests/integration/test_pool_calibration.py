@@ -82,7 +82,7 @@ def test_a_live_run_on_an_unseen_pool_calibrates_on_the_pools_probe(
 
     monkeypatch.setattr("orchestrator.embedding.embed", embed)
     # Offline: the evaluation's core routing with the probe, and the checkpoint's own calibration.
-    method = LearnedMethod(checkpoint=path, engine="core", embedder=embed)
+    method = LearnedMethod(checkpoint=path, embedder=embed)
     method.fit(train, seed=0, probe=probe)
     calibrated = method.route(test, knob=LAM)
     plain, _ = route_table(test, make_policy("learned", {"checkpoint": str(path), "embedder": embed}), lam=LAM)

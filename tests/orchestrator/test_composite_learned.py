@@ -81,11 +81,7 @@ def test_the_core_engine_carries_out_the_plans_the_batched_choices_make(fitted, 
     live run decides) gives the plan the evaluation's batched choices give."""
     learned, _, _, test, _ = fitted
     batched = learned.plans(test, knob=knob)
-    learned.method.engine = "core"
-    try:
-        core = learned.plans(test, knob=knob)
-    finally:
-        learned.method.engine = "vectorized"
+    core = learned.runs(test, knob=knob)
     assert core == batched
     assert any(isinstance(p, Delegate) for p in core) and any(isinstance(p, Decompose) for p in core)
     assert any(isinstance(part, Delegate | Decompose) for p in core if isinstance(p, Decompose) for part in p.parts)

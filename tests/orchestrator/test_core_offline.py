@@ -22,12 +22,13 @@ from orchestrator.core.protocol import Action, NodeView, Observation, Solve
 from orchestrator.core.state import AttemptState, RunSpec
 from orchestrator.learning.context_io import context_from_payload, context_payload
 from orchestrator.learning.dataset import encode, make_context
-from orchestrator.learning.method import _route_cascade, route_batch
+from orchestrator.learning.method import route_batch
 from orchestrator.learning.model import PolicyConfig, PolicyNet, load_checkpoint, save_checkpoint
 from orchestrator.offline.shell import route_table, run_offline, table_executor, table_pairs
 from orchestrator.policies import make_policy
 from orchestrator.policies.default import DefaultConfig, DefaultPolicy
 from orchestrator.policies.learned import LearnedPolicyConfig
+from tests.orchestrator.batched import route_cascade
 from tests.orchestrator.synthetic_outcomes import lookup_embedder, synthetic_table
 
 
@@ -81,7 +82,7 @@ def test_the_cores_agreement_cascade_is_the_batched_one(tmp_path: Path) -> None:
     shapes = set()
     for lam in (0.01, 0.05, 0.5):  # the cascade's λ: none where a preset binds (λ = 0, from λ = 1)
         policy = make_policy("learned", config | {"cost_preference": lam})
-        batched = _route_cascade(net, batch, table, lam, choices, steps=3)
+        batched = route_cascade(net, batch, table, lam, choices, steps=3)
         core, states = route_table(table, policy, lam=lam)
         assert core.executed == batched.executed, lam
         assert core.final == batched.final, lam

@@ -105,7 +105,7 @@ def test_cli_bad_arguments_are_usage_errors(argv, message, outcomes, tmp_path, c
 
 
 def test_learned_unavailable_is_reported_not_stubbed(outcomes, capsys, monkeypatch):
-    def broken(name, config, checkpoint=None, engine="core"):
+    def broken(name, config, checkpoint=None):
         raise ImportError("No module named 'orchestrator.learning.method'")
 
     monkeypatch.setattr(items, "make_method", broken)
@@ -120,8 +120,7 @@ def test_report_json_has_no_nan():
 
 def test_a_trained_checkpoint_is_evaluated_as_it_is(outcomes, tmp_path, capsys):
     """--checkpoint: the learned method is that checkpoint (its network and calibration), not
-    one fitted here; so two evaluations of it route alike whatever their seed, and the core's
-    runs (`--engine core`, the default) route as the batched episodes (`--engine vectorized`)."""
+    one fitted here; so two evaluations of it route alike whatever their seed."""
     from orchestrator.learning.method import LearnedConfig
     from orchestrator.train_policy import train
 
@@ -129,12 +128,12 @@ def test_a_trained_checkpoint_is_evaluated_as_it_is(outcomes, tmp_path, capsys):
     checkpoint = tmp_path / "policy.pt"
     train([outcomes], out=checkpoint, seed=0, config=LearnedConfig.from_mapping(tiny), prices=None, show_progress=False)
     reports = []
-    for seed, engine in ((0, "core"), (1, "core"), (0, "vectorized")):
-        out = tmp_path / f"r{seed}{engine}.json"
+    for seed in (0, 1):
+        out = tmp_path / f"r{seed}.json"
         argv = ["--outcomes", str(outcomes), "--methods", "learned", "--checkpoint", str(checkpoint)]
-        assert evaluate.main([*argv, "--seed", str(seed), "--engine", engine, "--json", str(out)]) == 0
+        assert evaluate.main([*argv, "--seed", str(seed), "--json", str(out)]) == 0
         reports.append(json.loads(out.read_text())["methods"]["learned"])
-    assert reports[0]["points"] == reports[1]["points"] == reports[2]["points"] and reports[0]["points"]
+    assert reports[0]["points"] == reports[1]["points"] and reports[0]["points"]
 
 
 def test_a_checkpoint_that_cannot_serve_is_a_usage_error(outcomes, tmp_path, capsys):

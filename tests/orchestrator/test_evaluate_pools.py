@@ -208,7 +208,6 @@ def test_the_library_hands_over_rows_as_they_finish_and_skips_those_done(outcome
         ({"k": (0,)}, "--k must list probe sizes of at least 1 item"),
         ({"only": ("nosuch",)}, "no such split: nosuch"),
         ({"methods": ("nosuch",)}, "unknown method(s) nosuch"),
-        ({"engine": "turbo"}, "unknown engine 'turbo'"),
     ]
     for change, words in changes:
         with pytest.raises(UsageError, match=re.escape(words)):

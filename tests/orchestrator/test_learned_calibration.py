@@ -68,10 +68,10 @@ def _policy(setup: dict[str, Any], **config: object) -> LearnedPolicy:
 
 def test_a_calibrated_policy_routes_as_the_evaluation_with_that_probe(setup: dict[str, Any]) -> None:
     """Every item of the pool, at three λ: the pairs called and the answer accepted are those of
-    `LearnedMethod` loading the checkpoint and calibrating on the same probe (engine core); and
+    `LearnedMethod` loading the checkpoint and calibrating on the same probe; and
     the same policy without the calibration routes some items otherwise."""
     test = setup["test"]
-    method = LearnedMethod(checkpoint=setup["path"], engine="core", embedder=setup["embed"])
+    method = LearnedMethod(checkpoint=setup["path"], embedder=setup["embed"])
     method.fit(setup["train"], seed=0, probe=setup["probe"])
     assert max(method.knobs) < CASCADE_OFFSET  # the cascade's gates were fit on other pairs: off here
     plain, cascade_knob = method.route(test, knob=0.05), method.route(test, knob=CASCADE_OFFSET + 0.05)

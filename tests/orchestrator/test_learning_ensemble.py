@@ -18,6 +18,7 @@ from orchestrator.offline.shell import route_table, table_pairs
 from orchestrator.policies import make_policy
 from orchestrator.routing.table import probe_split
 from orchestrator.train_policy import train_table
+from tests.orchestrator.batched import method_routes
 from tests.orchestrator.synthetic_outcomes import synthetic_table, unseen_table
 from tests.orchestrator.test_learned_calibration import calibration_records
 from tests.orchestrator.test_learning_model import _batch
@@ -112,18 +113,18 @@ def pools() -> dict[str, Any]:
     return {"train": train, "probe": probe, "test": test, "embed": lambda texts: np.stack([vectors[t] for t in texts])}
 
 
-def test_an_unseen_pool_fit_is_one_network_per_share_and_both_engines_agree(pools: dict[str, Any]) -> None:
-    routes = {}
-    for engine in ("vectorized", "core"):
-        method = LearnedMethod(SMALL, engine=engine, embedder=pools["embed"])
-        method.fit(pools["train"], seed=0, probe=pools["probe"])
-        assert isinstance(method.net, PolicyEnsemble) and len(method.net.members) == 3
-        assert method.metrics["unseen/members"] == 3 and method.metrics["unseen/items_per_member"] == 100
-        routes[engine] = [method.route(pools["test"], knob=lam) for lam in (0.0, 0.1, 1.0)]
-    for vectorized, core in zip(routes["vectorized"], routes["core"], strict=True):
-        assert vectorized.executed == core.executed and vectorized.final == core.final
+def test_an_unseen_pool_fit_is_one_network_per_share_and_routes_as_its_batched_episodes(
+    pools: dict[str, Any],
+) -> None:
+    method = LearnedMethod(SMALL, embedder=pools["embed"])
+    method.fit(pools["train"], seed=0, probe=pools["probe"])
+    assert isinstance(method.net, PolicyEnsemble) and len(method.net.members) == 3
+    assert method.metrics["unseen/members"] == 3 and method.metrics["unseen/items_per_member"] == 100
+    for lam in (0.0, 0.1, 1.0):
+        core, batched = method.route(pools["test"], knob=lam), method_routes(method, pools["test"], lam)
+        assert batched.executed == core.executed and batched.final == core.final
     # A seen pool (no probe) still trains one network on every item.
-    seen = LearnedMethod(SMALL, engine="vectorized", embedder=pools["embed"])
+    seen = LearnedMethod(SMALL, embedder=pools["embed"])
     seen.fit(pools["train"], seed=0)
     assert isinstance(seen.net, PolicyNet)
 
@@ -140,9 +141,9 @@ def test_train_policy_unseen_serves_the_ensemble_the_evaluation_fits(pools: dict
         unseen=True,
     )  # fmt: skip
     assert metrics["unseen/members"] == 3
-    fitted = LearnedMethod(SMALL, engine="core", embedder=pools["embed"])
+    fitted = LearnedMethod(SMALL, embedder=pools["embed"])
     fitted.fit(pools["train"], seed=0, probe=pools["probe"])
-    loaded = LearnedMethod(SMALL, checkpoint=path, engine="core", embedder=pools["embed"])
+    loaded = LearnedMethod(SMALL, checkpoint=path, embedder=pools["embed"])
     loaded.fit(pools["train"], seed=0, probe=pools["probe"])
     calibration = calibration_records(pools["probe"])
     test = pools["test"]

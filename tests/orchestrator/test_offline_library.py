@@ -70,7 +70,6 @@ def test_the_report_is_the_clis(outcomes: Path, tmp_path: Path, capsys: pytest.C
         ({"methods": ("cheapest", "nosuch")}, "unknown method(s) nosuch"),
         ({"methods": ()}, "unknown method(s) (none given)"),
         ({"max_test_items": 0}, "--max-test-items must be a positive number"),
-        ({"engine": "turbo"}, "unknown engine 'turbo'"),
         ({"methods": ("learned",), "learned": {"threds": 1}}, "threds: not a known option"),
     ],
 )

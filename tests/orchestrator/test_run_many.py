@@ -7,6 +7,7 @@ failed on.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -24,6 +25,7 @@ from orchestrator.learning.model import PolicyConfig, PolicyNet, save_checkpoint
 from orchestrator.offline.shell import run_many, run_offline, table_executor, table_pairs
 from orchestrator.policies import make_policy
 from orchestrator.policies.default import DefaultConfig, DefaultPolicy
+from orchestrator.policies.learned import LearnedPolicy
 from orchestrator.routing.table import OutcomeTable
 from tests.orchestrator.synthetic_outcomes import lookup_embedder, synthetic_table
 
@@ -78,10 +80,11 @@ def test_lockstep_runs_decide_as_each_run_alone(tmp_path: Path, cascade: bool) -
     if cascade:
         config["cascade"] = {"synthetic": (2, 1)}  # a second opinion; where it differs, an escalation
     policy = make_policy("learned", config)
+    assert isinstance(policy, LearnedPolicy)
     calls = []
     act_many = policy.act_many
 
-    def counted(observations: list[Observation]) -> list[Action]:
+    def counted(observations: Sequence[Observation]) -> list[Action]:
         calls.append(len(observations))
         return act_many(observations)
 
@@ -118,7 +121,9 @@ def test_a_policy_without_act_many_is_asked_run_by_run_and_fails_only_its_own_ru
     states = run_many([*tasks, (broken, {})], policy, table_pairs(table), table_executor(table))
     assert [state.status for state in states] == ["succeeded"] * len(tasks) + ["failed"]
     assert states[-1].end_reason == "the policy 'plain' failed: RuntimeError: cannot decide this one"
-    alone = [run_offline(spec, _Plain(), table_pairs(table), table_executor(table), root_metadata=m) for spec, m in tasks]
+    alone = [
+        run_offline(spec, _Plain(), table_pairs(table), table_executor(table), root_metadata=m) for spec, m in tasks
+    ]
     assert [_trace(state) for state in states[:-1]] == [_trace(state) for state in alone]
     assert policy.acts >= 2 * len(tasks)  # each run asked once to solve, once to finish
 
