@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -35,6 +35,9 @@ from orchestrator.learning.sft import ExtraTrajectories, SFTConfig, extra_from_r
 from orchestrator.outcomes import read_prices
 from orchestrator.routing.methods import CASCADE_OFFSET, Routes, executed_response
 from orchestrator.routing.table import OutcomeTable
+
+if TYPE_CHECKING:
+    from orchestrator.offline.shell import TableRuns
 
 # λ prices cost in units of the pool's most expensive pair: 0 = accuracy only, 2 = cost dominates.
 DEFAULT_KNOBS = (
@@ -100,6 +103,7 @@ class LearnedMethod:
         self._train: tuple[OutcomeTable, EpisodeBatch] | None = None  # for the cascade's gate
         self._gates: dict[float, dict[str, tuple[int, int]]] = {}
         self._unseen = False  # calibrated on a probe of a pool the network never saw: no cascade
+        self._runs: TableRuns | None = None  # the last test table's runs
 
     def _embed(self, table: OutcomeTable) -> np.ndarray:
         key = hash(tuple(table.prompts))
@@ -227,12 +231,14 @@ class LearnedMethod:
         """Each item as a run of the orchestration core, all in lockstep (`offline.shell.run_many`),
         decided by the runtime learned policy on this network and calibration (with the agreement
         cascade's gate where given): the decisions a live run makes."""
-        from orchestrator.offline.shell import route_table, table_pairs
+        from orchestrator.offline.shell import TableRuns, table_pairs
 
+        if self._runs is None or self._runs.table is not test:  # the runs of one test table, made once for every λ
+            self._runs = TableRuns(test, table_pairs(test, self._prices()))
         vectors = dict(zip(test.prompts, self._embed(test), strict=True))
         policy = self.runtime_policy(lam, cascade=cascade, embedder=lambda texts: np.stack([vectors[t] for t in texts]))
         with torch.no_grad():
-            routes, _ = route_table(test, policy, lam=lam, pairs=table_pairs(test, self._prices()))
+            routes, _ = self._runs.route(policy, lam=lam)
         return routes
 
     def runtime_policy(

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any, Protocol
@@ -205,28 +205,39 @@ def table_executor(table: OutcomeTable) -> RecordedExecutor:
     return RecordedExecutor(recordings, {j + 1: model for j, (model, _) in enumerate(table.pairs)})
 
 
+class TableRuns:
+    """A recorded table's items as single-item tasks through the core, made ready once (the
+    pool, the executor, each task's spec and root metadata) and routed at any λ."""
+
+    def __init__(self, table: OutcomeTable, pairs: tuple[Pair, ...] | None = None) -> None:
+        self.table, self.pairs = table, pairs if pairs is not None else table_pairs(table)
+        self.executor = table_executor(table)
+        self.tasks = []
+        for i, item_id in enumerate(table.item_ids):
+            recorded = [table.pairs[j] for j in np.flatnonzero(~np.isnan(table.score[i]))]
+            spec = RunSpec(
+                task_text=table.prompts[i], policy="learned", domain=table.domains[i], benchmark=table.benchmarks[i],
+            )  # fmt: skip
+            self.tasks.append((spec, recorded_metadata(item_id, recorded, table.domains[i], table.benchmarks[i])))
+
+    def route(self, policy: Policy, *, lam: float) -> tuple[Routes, list[RunState]]:
+        """Every item at λ, all in lockstep (`run_many`): the pairs its root called, in order, and
+        the one whose answer it accepted (-1 for none), as `Routes` over the table's columns."""
+        tasks = [(replace(spec, cost_preference=lam), metadata) for spec, metadata in self.tasks]
+        states = run_many(tasks, policy, self.pairs, self.executor)
+        executed, final = [], []
+        for state in states:
+            root = state.root
+            assert root is not None
+            calls = [a for a in root.attempts if a.primitive != "plan" and a.status != "cancelled"]
+            executed.append(tuple(a.endpoint_id - 1 for a in calls))
+            accepted = root.attempts[root.accepted - 1] if root.accepted and root.status == "succeeded" else None
+            final.append(accepted.endpoint_id - 1 if accepted is not None else -1)
+        return Routes(executed=executed, final=final), states
+
+
 def route_table(
     table: OutcomeTable, policy: Policy, *, lam: float, pairs: tuple[Pair, ...] | None = None
 ) -> tuple[Routes, list[RunState]]:
-    """Each item as a single-item task through the core, all in lockstep (`run_many`): the pairs
-    its root called, in order, and the one whose answer it accepted (-1 for none), as `Routes`
-    over the table's columns."""
-    pairs = pairs if pairs is not None else table_pairs(table)
-    tasks = []
-    for i, item_id in enumerate(table.item_ids):
-        recorded = [table.pairs[j] for j in np.flatnonzero(~np.isnan(table.score[i]))]
-        spec = RunSpec(
-            task_text=table.prompts[i], policy="learned", domain=table.domains[i], benchmark=table.benchmarks[i],
-            cost_preference=lam,
-        )  # fmt: skip
-        tasks.append((spec, recorded_metadata(item_id, recorded, table.domains[i], table.benchmarks[i])))
-    states = run_many(tasks, policy, pairs, table_executor(table))
-    executed, final = [], []
-    for state in states:
-        root = state.root
-        assert root is not None
-        calls = [a for a in root.attempts if a.primitive != "plan" and a.status != "cancelled"]
-        executed.append(tuple(a.endpoint_id - 1 for a in calls))
-        accepted = root.attempts[root.accepted - 1] if root.accepted and root.status == "succeeded" else None
-        final.append(accepted.endpoint_id - 1 if accepted is not None else -1)
-    return Routes(executed=executed, final=final), states
+    """Each item as a single-item task through the core, all in lockstep (`TableRuns.route`)."""
+    return TableRuns(table, pairs).route(policy, lam=lam)

@@ -104,12 +104,12 @@ class Layout:
     twins: dict[PairRef, int]
 
 
-def layout(loaded: LoadedPolicy, observation: Observation, wanted: set[PairRef], called: set[PairRef]) -> Layout:
-    """Two endpoints of one model (its recordings and the live model; two servers of it) share
-    a column: the one this node may call stands for both, and its twins map to it."""
+def layout(loaded: LoadedPolicy, observation: Observation, mine: frozenset[PairRef]) -> Layout:
+    """The columns of a node that may call or has called the pairs `mine`. Two endpoints of one
+    model (its recordings and the live model; two servers of it) share a column: the one this
+    node may call stands for both, and its twins map to it."""
     known: dict[tuple[str, str], Pair] = {}
     twins: list[tuple[tuple[str, str], Pair]] = []
-    mine = wanted | called
     for pair in sorted(observation.pairs, key=lambda pair: pair.ref not in mine):
         key = (pair.model.removeprefix("replay/"), pair.ref.primitive)
         if key in known:
@@ -141,10 +141,13 @@ def node_episodes(
     dom = domain_indices(domains)
     acc_all = calib.domain_acc[dom]  # [n, p]: computed as `features.pair_features` does
     knn_all = accuracy(texts, domains, embeddings, acc_all)
-    layouts = [
-        layout(loaded, observation, {pair.ref for pair in candidates}, {a.pair for a in node.attempts})
-        for node, observation, candidates in requests
-    ]
+    layouts = []
+    made: dict[tuple[int, frozenset[PairRef]], Layout] = {}  # runs in lockstep share their pool's pairs
+    for node, observation, candidates in requests:
+        mine = frozenset({pair.ref for pair in candidates} | {a.pair for a in node.attempts})
+        if (id(observation.pairs), mine) not in made:
+            made[(id(observation.pairs), mine)] = layout(loaded, observation, mine)
+        layouts.append(made[(id(observation.pairs), mine)])
     groups: dict[tuple[Any, ...], list[int]] = {}  # nodes whose columns are the same pairs
     for k, found in enumerate(layouts):
         described = tuple((pair.model, pair.input_cost_per_mtok, pair.output_cost_per_mtok, pair.context_window)
