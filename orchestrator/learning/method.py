@@ -255,7 +255,8 @@ class LearnedMethod:
         and calibration at λ: what a live run decides with (`decides_composites`: its decompose
         head was trained on composite decisions; `reward_model`: an OrchRM checkpoint for best-of-N,
         `best_of_cost`: the weight of estimated cost in its scoring of composite plans)."""
-        from orchestrator.policies.learned import LearnedPolicy, LearnedPolicyConfig, LoadedPolicy
+        from orchestrator.policies.learned import LearnedPolicy
+        from orchestrator.policies.learned_loading import LearnedPolicyConfig, LoadedPolicy
 
         if self.net is None or self.context is None:
             raise RuntimeError("fit the method before asking for its runtime policy")

@@ -40,7 +40,8 @@ from orchestrator.learning.features import (
 )
 
 if TYPE_CHECKING:
-    from orchestrator.policies.learned import LearnedPolicy, LoadedPolicy
+    from orchestrator.policies.learned import LearnedPolicy
+    from orchestrator.policies.learned_loading import LoadedPolicy
 
 ASSUMED_TOKENS = (500, 250)  # (in, out) to price a pair the checkpoint never saw
 

@@ -223,7 +223,8 @@ def test_train_policy_with_composites_makes_a_checkpoint_that_decides_them_live(
     from orchestrator.learning.method import LearnedConfig
     from orchestrator.offline.shell import run_offline, table_executor, table_pairs
     from orchestrator.policies import make_policy
-    from orchestrator.policies.learned import LearnedPolicy, load_policy
+    from orchestrator.policies.learned import LearnedPolicy
+    from orchestrator.policies.learned_loading import load_policy
     from orchestrator.train_policy import train_table
 
     t = replace(mixed_table(80), splits=[None] * 80)

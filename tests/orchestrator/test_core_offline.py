@@ -27,7 +27,7 @@ from orchestrator.learning.model import PolicyConfig, PolicyNet, load_checkpoint
 from orchestrator.offline.shell import route_table, run_offline, table_executor, table_pairs
 from orchestrator.policies import make_policy
 from orchestrator.policies.default import DefaultConfig, DefaultPolicy
-from orchestrator.policies.learned import LearnedPolicyConfig
+from orchestrator.policies.learned_loading import LearnedPolicyConfig
 from tests.orchestrator.batched import route_cascade
 from tests.orchestrator.synthetic_outcomes import lookup_embedder, synthetic_table
 

@@ -71,7 +71,7 @@ def test_the_shipped_demo_policy_knows_the_local_model_from_its_outcomes() -> No
     """Its columns hold the local endpoint's pairs as `bootstrap` lists them (the model string the
     learned policy matches on), measured from data/outcomes/smollm2.jsonl.gz: the policy does not
     give them the pool's mean, as it would a pair it never saw."""
-    from orchestrator.policies.learned import load_policy
+    from orchestrator.policies.learned_loading import load_policy
     from studio.services.bootstrap import LocalModel, local_endpoint_ensure
 
     local = LocalModel(url="http://127.0.0.1:1/v1", name=django_settings.ORCHESTRA_LOCAL_MODEL_NAME,
