@@ -36,7 +36,8 @@ from orchestrator import cli
 from orchestrator.learning.cascade import fit_gates, gates_payload
 from orchestrator.learning.context_io import context_payload
 from orchestrator.learning.dataset import PoolContext
-from orchestrator.learning.method import LearnedConfig, train_network
+from orchestrator.learning.fit import train_network
+from orchestrator.learning.method import LearnedConfig
 from orchestrator.learning.model import save_checkpoint
 from orchestrator.learning.sft import extra_from_records
 from orchestrator.outcomes import read_prices
@@ -116,7 +117,7 @@ def train_table(
     """`train` on the items of a table (a split of the files, say); `outcomes` names where they came from.
 
     `unseen`: for pools whose models it will not see, each calibrated on its own probe (a pool's
-    `calibration_source`), trained as `evaluate --probe` trains it (`learning.method.train_network`).
+    `calibration_source`), trained as `evaluate --probe` trains it (`learning.fit.train_network`).
     `guide`: a stored OrchRM checkpoint; RL also plays the cells the tables did not record, each
     scored by it (`reward.guided.guide_cells`).
     """

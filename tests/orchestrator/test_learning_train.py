@@ -7,7 +7,8 @@ import torch
 
 from orchestrator.learning.dataset import encode, make_context
 from orchestrator.learning.episode import EpisodeBatch, rollout, violations
-from orchestrator.learning.method import LearnedConfig, LearnedMethod, fit_policy
+from orchestrator.learning.fit import fit_policy
+from orchestrator.learning.method import LearnedConfig, LearnedMethod
 from orchestrator.learning.model import PolicyConfig, PolicyNet
 from orchestrator.learning.rl import RLConfig, evaluate_reward, group_advantages, train_rl
 from orchestrator.learning.sft import SFTConfig, curate, extra_from_records, train_sft
