@@ -86,7 +86,27 @@ def summarize(rows: Sequence[dict[str, Any]], methods: Sequence[str], ks: Sequen
             cheap = cheap_end_line(at_k)
             if cheap is not None:
                 lines.append(cheap)
+    timing = time_line(rows)
+    if timing is not None:
+        lines.append(f"\n{timing}")
     return "\n".join(lines)
+
+
+def time_line(rows: Sequence[dict[str, Any]]) -> str | None:
+    """Where the time of the rows went: training against routing, over all methods and per
+    method (rows made before rows recorded it are left out, and counted)."""
+    timed = [row for row in rows if "fit_s" in row]
+    if not timed:
+        return None
+    per: dict[str, list[float]] = {}
+    for row in timed:
+        spent = per.setdefault(row["method"], [0.0, 0.0])
+        spent[0] += row["fit_s"]
+        spent[1] += row["route_s"]
+    fit, route = sum(f for f, _ in per.values()), sum(r for _, r in per.values())
+    untimed = f" ({len(rows) - len(timed)} older rows without times)" if len(timed) < len(rows) else ""
+    each = ", ".join(f"{name} {f:.0f} + {r:.0f}" for name, (f, r) in per.items())
+    return f"time: training {fit:.0f} s, routing {route:.0f} s, over {len(timed)} rows{untimed}; per method (s): {each}"
 
 
 def zero_floor_line(rows: Sequence[dict[str, Any]]) -> str | None:

@@ -204,6 +204,7 @@ def evaluate_split(
                  "method": name, "aiq": result.aiq, "aiq_rb": result.aiq_rb, "best_macro": best,
                  "points": result.frontier(), "not_applicable": result.not_applicable,
                  "train_items": train.n_items, "test_items": test.n_items, "seconds": time.perf_counter() - started,
+                 "fit_s": result.fit_s, "route_s": result.route_s,
                  "strong": anchors.strong[1], "weak": anchors.weak[1], "cheap": cheap, "setup": config.setup,
                  "fit": {key: value for key, value in getattr(method, "metrics", {}).items()
                          if key.startswith(("holdout/", "time/fit"))}}

@@ -201,6 +201,9 @@ def test_the_library_hands_over_rows_as_they_finish_and_skips_those_done(outcome
     first = evaluate_pools(config, on_rows=handed.append)
     assert [len(rows) for rows in handed] == [2] * len(first.splits)  # one batch per split x seed, one row per method
     assert sum(handed, []) == first.rows
+    assert all(row["fit_s"] >= 0 and row["route_s"] >= 0 for row in first.rows)
+    timing = next(line for line in first.text().splitlines() if line.startswith("time: "))
+    assert f"over {len(first.rows)} rows; per method (s): zero " in timing and ", cheapest " in timing
     again: list[list[dict]] = []
     second = evaluate_pools(config, done=first.rows, on_rows=again.append)
     assert again == [] and second.rows == first.rows  # nothing run twice
