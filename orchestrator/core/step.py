@@ -2,11 +2,13 @@
 
 `step(state, policy, pairs, now)` folds finished attempts into node states, makes nodes
 ready whose dependencies are done, checks the budget, then asks the policy for actions
-until it waits or the run ends. `step_many` steps several runs in lockstep: each round asks
-the policy once for every run still deciding (`act_all`: its `act_many`, one batched pass,
-where it has one), so runs decide exactly as they would alone. Each action is checked (a violation is counted, recorded
+until it waits or the run ends. Each action is checked (a violation is counted, recorded
 and never carried out) and applied. What changed is on `state.changes`: new nodes and
 attempts, changed nodes, the events in order, the run's changed fields.
+
+`step_many` steps several runs in lockstep: each round asks the policy once for every run
+still deciding (`act_all`: its `act_many`, one batched pass, where it has one), and each run
+decides exactly as it would alone.
 
 Two shells drive it: the live one (`studio.services.live_shell`, the run's rows under their
 lock, attempts executed by Celery workers) and the offline one (`orchestrator.offline.shell`,
@@ -136,11 +138,6 @@ def budget_admits(state: RunState) -> bool:
 # What a run's decisions are sent: the policy's action, or the exception acting raised.
 Answer = Action | Exception
 Decisions = Generator[Observation, Answer, None]
-
-
-def decide(state: RunState, policy: Policy, pairs: tuple[Pair, ...], now: datetime) -> None:
-    """Let the policy act on the run until it waits or the run ends."""
-    decide_all([decisions(state, pairs, now)], policy)
 
 
 def decide_all(deciding: Sequence[Decisions], policy: Policy) -> None:
