@@ -144,12 +144,13 @@ class PartTimer:
         setattr(owner, name, timed)
 
     def __enter__(self) -> PartTimer:
-        from orchestrator.policies import learned
+        from orchestrator.policies import learned, learned_episodes
 
         self.wrap(learned.LearnedPolicy, "episode", "features")
-        self.wrap(learned.LearnedPolicy, "_embed", "embed")
+        self.wrap(learned.LearnedPolicy, "_embed_many", "embed")
         self.wrap(learned, "known_domains", "domain")
-        self.wrap(learned.LearnedPolicy, "_item_accuracy", "neighbours")
+        self.wrap(learned_episodes, "known_domains", "domain")
+        self.wrap(learned.LearnedPolicy, "_item_accuracies", "neighbours")
         self.wrap(learned, "step_logits", "forward")
         return self
 

@@ -309,7 +309,11 @@ class LearnedPolicy(DefaultPolicy):
         return self.embedder
 
     def _embed(self, text: str) -> np.ndarray:
-        return np.asarray(self._embedder()([text]), dtype=np.float32)
+        return self._embed_many([text])
+
+    def _embed_many(self, texts: list[str]) -> np.ndarray:
+        """[n, e] the texts' vectors."""
+        return np.asarray(self._embedder()(texts), dtype=np.float32)
 
     def _item_accuracies(self, texts: list[str], domains: list[str], emb: np.ndarray, acc: np.ndarray) -> np.ndarray:
         """[n, p] the per-item accuracy of each pair from the nearest calibration items, in one
@@ -337,8 +341,7 @@ class LearnedPolicy(DefaultPolicy):
 
     def episodes(self, requests: Sequence[Request]) -> list[NodeEpisode]:
         """`episode` for many (node, observation, candidates) at once."""
-        embed = lambda texts: np.asarray(self._embedder()(texts), dtype=np.float32)  # noqa: E731
-        return node_episodes(self.loaded, requests, embed, self._item_accuracies)
+        return node_episodes(self.loaded, requests, self._embed_many, self._item_accuracies)
 
 
 def sample_without_replacement(logits: torch.Tensor, n: int, *, seed: int) -> list[int]:
