@@ -16,16 +16,13 @@ of highest per-item accuracy estimate.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
-
-import torch
 
 from orchestrator.core.envelope import TRANSIENT_ERRORS
 from orchestrator.core.protocol import Accept, Action, NodeView, Observation, PairRef, Solve
-from orchestrator.learning.cascade import CascadePlan, Choice, plan_from_scores, run_cascade
-from orchestrator.learning.episode import step_logits
+from orchestrator.learning.cascade import CascadePlan, Choice, run_cascade
 from orchestrator.learning.features import answer_key
+from orchestrator.policies.learned_episodes import fresh_request, plan_cascades
 
 if TYPE_CHECKING:
     from orchestrator.policies.learned import LearnedPolicy
@@ -48,18 +45,7 @@ def plan_node(
     prepared = policy._prepared.get((id(observation), node.key))
     if prepared is not None and prepared.cascade is not None:
         return prepared.cascade
-    fresh = replace(node, attempts=())
-    by_ref = {pair.ref: pair for pair in observation.pairs}
-    candidates = [by_ref[ref] for ref in policy._candidates(node, observation)]
-    episode = policy.episode(fresh, observation, candidates)
-    batch, steps = episode.batch, policy.loaded.max_steps
-    none = torch.zeros_like(episode.executed)
-    with torch.no_grad():
-        p = len(episode.refs)
-        at_lam = step_logits(policy.net, batch, torch.tensor([policy.lam(observation)]), none, episode.last, 0, steps)
-        at_zero = step_logits(policy.net, batch, torch.tensor([0.0]), none, episode.last, 0, steps)
-    plan = plan_from_scores(at_lam[:, :p], at_zero[:, :p], batch)
-    return plan, list(episode.refs)
+    return plan_cascades(policy, [fresh_request(policy, node, observation)])[(id(observation), node.key)]
 
 
 def review(policy: LearnedPolicy, node: NodeView, observation: Observation, gate: Gate) -> Action | None:

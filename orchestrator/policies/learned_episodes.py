@@ -301,15 +301,25 @@ def prepare(policy: LearnedPolicy, observations: Sequence[Observation]) -> dict[
 def cascade_plans(
     policy: LearnedPolicy, requests: Sequence[Request]
 ) -> dict[tuple[int, str], tuple[CascadePlan, list[PairRef | None]]]:
-    """The cascade plan of every answered node under a cascade gate (`learned_cascade.plan_node`:
-    its episode with nothing called, over every candidate, scored at λ and at 0), in one pass
-    per group of nodes that share λ and columns."""
-    fresh: list[Request] = []
-    for node, observation, _ in requests:
-        if node.status == "answered" and policy.cascade_gate(observation) is not None:
-            by_ref = {pair.ref: pair for pair in observation.pairs}
-            everyone = [by_ref[ref] for ref in policy._candidates(node, observation)]
-            fresh.append((replace(node, attempts=()), observation, everyone))
+    """The cascade plan of every answered node under a cascade gate (`plan_cascades`)."""
+    answered = [(node, observation) for node, observation, _ in requests if node.status == "answered"]
+    gated = [fresh_request(policy, node, observation) for node, observation in answered
+             if policy.cascade_gate(observation) is not None]  # fmt: skip
+    return plan_cascades(policy, gated)
+
+
+def fresh_request(policy: LearnedPolicy, node: NodeView, observation: Observation) -> Request:
+    """The node with nothing called, over every candidate: what its cascade plan is made from."""
+    by_ref = {pair.ref: pair for pair in observation.pairs}
+    return replace(node, attempts=()), observation, [by_ref[ref] for ref in policy._candidates(node, observation)]
+
+
+def plan_cascades(
+    policy: LearnedPolicy, fresh: Sequence[Request]
+) -> dict[tuple[int, str], tuple[CascadePlan, list[PairRef | None]]]:
+    """(id of the observation, node key) -> the node's cascade plan over its pairs, and each
+    column's pair (`learning.cascade.plan_from_scores`: its fresh episode's first-step logits
+    at λ and at 0), in one pass per group of nodes that share λ and columns."""
     episodes = policy.episodes(fresh)
     groups: dict[tuple[int, float], list[int]] = {}
     for k, ((_, observation, _), episode) in enumerate(zip(fresh, episodes, strict=True)):
