@@ -14,9 +14,8 @@ from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from studio import fast_intents
 from studio.models import Run, RunEvent, User
 from studio.permissions import can_read_run, can_see_everything
-from studio.services.evaluation_progress import evaluation_group, evaluation_message
 from studio.services.events import event_message, run_group
-from studio.services.training import training_group
+from studio.services.jobs import job_group
 from studio.streaming import WATCH_S, watch
 
 # Close codes (4000-4999 are the application's): a browser can tell why it was refused.
@@ -143,9 +142,7 @@ def _training_snapshot(user: User, job_id: int) -> dict[str, Any] | None:
     job = TrainingJob.objects.filter(pk=job_id).first()
     if job is None:
         return None
-    return {
-        "id": job.pk, "status": job.status, "progress": job.progress, "metrics": job.metrics, "message": job.message,
-    }  # fmt: skip
+    return job.progress_message()
 
 
 @database_sync_to_async
@@ -156,7 +153,7 @@ def _evaluation_snapshot(user: User, evaluation_id: int) -> dict[str, Any] | Non
     if not can_see_everything(user):
         return None
     run = EvaluationRun.objects.filter(pk=evaluation_id).first()
-    return evaluation_message(run) if run is not None else None
+    return run.progress_message() if run is not None else None
 
 
 class JobConsumer(AsyncJsonWebsocketConsumer):
@@ -204,7 +201,9 @@ class TrainingConsumer(JobConsumer):
     """`/ws/training/<id>/`: a training job's progress (event_schemas.TrainingProgress)."""
 
     def group_of(self, job_id: int) -> str:
-        return training_group(job_id)
+        from studio.models import TrainingJob
+
+        return job_group(TrainingJob, job_id)
 
     async def snapshot(self, user: User, job_id: int) -> dict[str, Any] | None:
         return await _training_snapshot(user, job_id)
@@ -220,7 +219,9 @@ class EvaluationConsumer(JobConsumer):
     url_kwarg = "evaluation_id"
 
     def group_of(self, job_id: int) -> str:
-        return evaluation_group(job_id)
+        from studio.models import EvaluationRun
+
+        return job_group(EvaluationRun, job_id)
 
     async def snapshot(self, user: User, job_id: int) -> dict[str, Any] | None:
         return await _evaluation_snapshot(user, job_id)

@@ -24,7 +24,7 @@ from providers.checkers import check
 from providers.llm import EndpointConfig, LLMClient
 from providers.primitives import PrimitiveInput, run_primitive
 from studio.db import connection_release
-from studio.models import CollectionStatus
+from studio.models import JobStatus
 from studio.services.attempts import envelope_redact
 from studio.services.collections import (
     CellResult,
@@ -146,21 +146,21 @@ def run_collection(collection_id: int, *, worker: str = "", threads: int = 64) -
             now = time.monotonic()
             if now - last_check >= CANCEL_CHECK_S:  # a cancel, seen at once when a cell was refused
                 last_check = now
-                cancelled = collection_status(collection_id=collection_id) != CollectionStatus.RUNNING
+                cancelled = collection_status(collection_id=collection_id) != JobStatus.RUNNING
                 if cancelled:
                     for queue in queues.values():
                         queue.clear()
             if now - last_beat >= HEARTBEAT_S:
                 last_beat = now
                 collection_heartbeat(collection_id=collection_id)
-    if cancelled or collection_status(collection_id=collection_id) != CollectionStatus.RUNNING:
+    if cancelled or collection_status(collection_id=collection_id) != JobStatus.RUNNING:
         return collection_status(collection_id=collection_id)
     if stopped_for_budget:
         left = sum(len(queue) for queue in queues.values())
         message = f"The budget ${Decimal(str(budget)):f} is spent (${spent:.6f}); {left} cell(s) wait for a larger one."
-        collection_end(collection_id=collection_id, status=CollectionStatus.STOPPED, message=message)
-        return CollectionStatus.STOPPED
+        collection_end(collection_id=collection_id, status=JobStatus.STOPPED, message=message)
+        return JobStatus.STOPPED
     total, _, failed = cells_progress(collection_id=collection_id)
     message = f"{total - failed} cell(s) recorded" + (f", {failed} failed at the provider." if failed else ".")
-    collection_end(collection_id=collection_id, status=CollectionStatus.SUCCEEDED, message=message)
-    return CollectionStatus.SUCCEEDED
+    collection_end(collection_id=collection_id, status=JobStatus.SUCCEEDED, message=message)
+    return JobStatus.SUCCEEDED

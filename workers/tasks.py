@@ -90,14 +90,14 @@ def run_step(run_id: int) -> None:
 def runs_recover(self: Task) -> None:
     """Write the /v1 runs whose web process died during their call (studio.services.fast_lost),
     step every run that went quiet (see studio.services.scheduling.runs_recover), and fail
-    the jobs of workers that stopped answering (studio.services.evaluations.jobs_fail_silent).
+    the jobs of workers that stopped answering (studio.services.jobs.jobs_fail_silent).
     Queued every ORCHESTRA_RECOVERY_INTERVAL_S by one worker (workers.celery.RecoverySweep); a
     lost one is simply queued again next time."""
     from django.conf import settings
 
     from studio.services.collections import collections_resume_quiet
-    from studio.services.evaluations import jobs_fail_silent
     from studio.services.fast_lost import fast_runs_lost
+    from studio.services.jobs import jobs_fail_silent
     from studio.services.scheduling import runs_recover as recover
 
     fast_runs_lost()
@@ -129,15 +129,12 @@ def fail_lost_job(
     name = getattr(sender, "name", None)
     if name not in JOB_TASKS or not args:
         return
-    from studio.services.evaluations import evaluation_fail
-    from studio.services.training import training_job_fail
+    from studio.models import EvaluationRun, TrainingJob
+    from studio.services.jobs import job_fail
 
     message = f"The worker process running it stopped ({type(exception).__name__}: {exception}). Start it again."
     try:
-        if name == "workers.train":
-            training_job_fail(job_id=int(args[0]), message=message)
-        else:
-            evaluation_fail(evaluation_id=int(args[0]), message=message)
+        job_fail(TrainingJob if name == "workers.train" else EvaluationRun, int(args[0]), message=message)
     except Exception:  # the database may be away too: the row then stays as it was
         log.warning("could not record the end of %s%s", name, tuple(args), exc_info=True)
     finally:
@@ -149,7 +146,7 @@ def fail_orphaned_jobs(sender: Any = None, **_: Any) -> None:
     """A worker that has just started runs no job, so the jobs still marked running under its
     name lost their process when it last stopped as a whole (where `fail_lost_job` had no
     parent left to run in): record them failed."""
-    from studio.services.evaluations import jobs_fail_orphaned
+    from studio.services.jobs import jobs_fail_orphaned
 
     worker = getattr(sender, "hostname", "") or ""
     try:

@@ -12,13 +12,8 @@ from typing import Any
 from celery.exceptions import SoftTimeLimitExceeded
 
 from studio.models import TrainingJob
-from studio.services.training import (
-    checkpoints_dir,
-    training_job_fail,
-    training_job_finish,
-    training_job_progress,
-    training_job_start,
-)
+from studio.services.jobs import job_fail, job_start
+from studio.services.training import checkpoints_dir, training_job_finish, training_job_progress
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +65,7 @@ TRAINERS: dict[str, Trainer] = {"policy": _train_policy, "reward_model": _train_
 
 def run_job(job_id: int, worker: str = "") -> None:
     """Run a queued job to its end on `worker` (a Celery node name): a checkpoint, or a failure with its reason."""
-    job = training_job_start(job_id=job_id, worker=worker)
+    job = job_start(TrainingJob, job_id, worker=worker)
     if job is None:
         log.info("training job %s is gone or not queued; nothing to do", job_id)
         return
@@ -78,10 +73,10 @@ def run_job(job_id: int, worker: str = "") -> None:
     try:
         trained = TRAINERS[job.kind](job, Progress(job.pk), out)
     except SoftTimeLimitExceeded:
-        training_job_fail(job_id=job.pk, message="The job ran past its time limit and was stopped.")
+        job_fail(TrainingJob, job.pk, message="The job ran past its time limit and was stopped.")
     except Exception as error:
         log.exception("training job %s failed", job.pk)
-        training_job_fail(job_id=job.pk, message=f"{type(error).__name__}: {error}")
+        job_fail(TrainingJob, job.pk, message=f"{type(error).__name__}: {error}")
     else:
         training_job_finish(
             job_id=job.pk, path=trained.path, config=trained.config, metrics=trained.metrics, lineage=trained.lineage

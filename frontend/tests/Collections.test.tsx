@@ -126,10 +126,10 @@ describe("the collections page", () => {
     expect(bar.getAttribute("aria-valuemax")).toBe("12");
     expect(bar.getAttribute("aria-valuetext")).toBe("6 of 12 cells, 1 failed");
     expect(screen.getByTestId("collection-spend").textContent).toBe("$0.18 of $1.00");
-    expect(screen.getByTestId("collection-status").textContent).toBe("running");
+    expect(screen.getByTestId("job-status").textContent).toBe("running");
     expect(screen.getByRole("button", { name: "Cancel collection #2" })).toBeTruthy();
 
-    await waitFor(() => expect(screen.getByTestId("collection-status").textContent).toBe("succeeded"), {
+    await waitFor(() => expect(screen.getByTestId("job-status").textContent).toBe("succeeded"), {
       timeout: POLL_MS * 2,
     });
     expect(bar.getAttribute("aria-valuenow")).toBe("12");
@@ -267,7 +267,7 @@ describe("the collections page", () => {
     const cancel = await screen.findByRole("button", { name: "Cancel collection #2" });
     cancel.focus();
     await user.keyboard("{Enter}");
-    await waitFor(() => expect(screen.getAllByTestId("collection-status")[0].textContent).toBe("cancelled"));
+    await waitFor(() => expect(screen.getAllByTestId("job-status")[0].textContent).toBe("cancelled"));
     expect(screen.getByRole("button", { name: "Resume collection #2" })).toBeTruthy();
 
     const budget = screen.getByRole("spinbutton", { name: "New budget for collection #1 in dollars (optional)" });
@@ -280,7 +280,7 @@ describe("the collections page", () => {
     await user.tab();
     expect(document.activeElement).toBe(screen.getByRole("button", { name: "Resume collection #1" }));
     await user.keyboard("{Enter}");
-    await waitFor(() => expect(screen.getAllByTestId("collection-status")[1].textContent).toBe("queued"));
+    await waitFor(() => expect(screen.getAllByTestId("job-status")[1].textContent).toBe("queued"));
     expect(screen.getByRole("button", { name: "Cancel collection #1" })).toBeTruthy();
     expect(posts(requests, "/api/collections/1/resume")).toEqual([{ budget_usd: 1 }, { budget_usd: 5 }]);
     expect(posts(requests, "/api/collections/2/cancel")).toEqual([undefined]);

@@ -96,7 +96,8 @@ it("shows a started evaluation at once, even while the server cannot list it", a
   renderPage();
   expect(await screen.findByText("No evaluation yet")).toBeTruthy();
   await userEvent.click(screen.getByRole("button", { name: "Start evaluation" }));
-  expect(await screen.findByRole("option", { name: /#7 · quick · queued/ })).toBeTruthy();
+  const row = await screen.findByRole("row", { name: /#7 quick queued/ });
+  expect(row.getAttribute("aria-selected") ?? row.className).toContain("selected");
   expect(screen.queryByText("No evaluation yet")).toBeNull();
 });
 

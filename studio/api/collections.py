@@ -1,8 +1,6 @@
 """Collections: a pool's pairs run on chosen tasks within a budget, kept as recorded outcomes
 (docs/collect.md). Researchers and admins start, follow, cancel and resume them."""
 
-from datetime import datetime
-
 from django.db.models import QuerySet
 from django.http import HttpRequest
 from ninja import Field, Router, Schema, Status
@@ -11,6 +9,7 @@ from pydantic import StrictBool, StrictFloat, StrictInt, StrictStr
 
 from studio.api.auth import current_user, role
 from studio.api.body import Body
+from studio.api.jobs import JobOut
 from studio.models import Collection, Role
 from studio.selectors.collections import collection_get, collection_list
 from studio.services.collections import MAX_CONCURRENCY, collection_cancel, collection_create, collection_resume
@@ -45,22 +44,16 @@ class CellsOut(Schema):
     failed: int = Field(alias="cells_failed")
 
 
-class CollectionOut(Schema):
-    id: int
+class CollectionOut(JobOut):
     name: str
     source: str
-    status: str
     pool_id: int
     pool_name: str = Field(alias="pool.name")
     budget_usd: float
     spent_usd: float
     max_concurrency: int
     calibrates: bool
-    message: str
     cells: CellsOut
-    created_at: datetime
-    started_at: datetime | None
-    finished_at: datetime | None
 
     @staticmethod
     def resolve_cells(obj: Collection) -> Collection:

@@ -1,7 +1,6 @@
 """Offline evaluations: the learned policy and every baseline on recorded outcomes
 (docs/evaluation.md). Researchers and admins start them and read their reports."""
 
-from datetime import datetime
 from typing import Any, Literal
 
 from django.db.models import QuerySet
@@ -11,6 +10,7 @@ from ninja.pagination import LimitOffsetPagination, paginate
 
 from studio.api.auth import current_user, role
 from studio.api.body import Body
+from studio.api.jobs import JobOut
 from studio.models import EvaluationRun, Role
 from studio.selectors.evaluations import evaluation_get, evaluation_list, evaluation_options
 from studio.services.evaluations import evaluation_create
@@ -47,16 +47,9 @@ class EvaluationIn(Body):
     test_count: int | None = Field(None, ge=1, le=20000, description="composites: test composites per seed")
 
 
-class EvaluationOut(Schema):
-    id: int
-    status: str
-    progress: float
-    message: str
+class EvaluationOut(JobOut):
     config: dict[str, Any]
     checkpoint_id: int | None
-    created_at: datetime
-    started_at: datetime | None
-    finished_at: datetime | None
 
 
 class EvaluationDetailOut(EvaluationOut):

@@ -11,6 +11,7 @@ from pydantic import StrictBool, StrictInt
 
 from studio.api.auth import current_user, role
 from studio.api.body import Body
+from studio.api.jobs import JobOut
 from studio.models import Checkpoint, CheckpointKind, Role, TrainingJob
 from studio.selectors.training import checkpoint_list, training_job_get, training_job_list
 from studio.services.training import checkpoint_promote, training_job_create
@@ -49,18 +50,11 @@ class TrainingJobIn(Body):
     config: TrainingConfigIn = Field(default_factory=lambda: TrainingConfigIn.model_validate({}))
 
 
-class TrainingJobOut(Schema):
-    id: int
+class TrainingJobOut(JobOut):
     kind: str
-    status: str
     config: dict[str, Any]
-    progress: float
-    message: str
     metrics: dict[str, Any]
     checkpoint_id: int | None
-    created_at: datetime
-    started_at: datetime | None
-    finished_at: datetime | None
 
 
 class TrainingJobDetailOut(TrainingJobOut):

@@ -1,12 +1,7 @@
 """The studio's entities (docs/architecture.md, "Entities")."""
 
-from studio.models.collections import (
-    COLLECTION_ACTIVE,
-    CellStatus,
-    Collection,
-    CollectionCell,
-    CollectionStatus,
-)
+from studio.models.collections import CellStatus, Collection, CollectionCell
+from studio.models.jobs import JOB_ACTIVE, Job, JobStatus
 from studio.models.outcomes import OutcomeImport, RecordedOutcome
 from studio.models.pools import Admissibility, ModelEndpoint, ModelPool, Primitive
 from studio.models.preferences import PairSource, PreferenceLabel, PreferencePair, Verdict
@@ -23,22 +18,13 @@ from studio.models.runs import (
     RunStatus,
     Task,
 )
-from studio.models.training import (
-    JOB_ACTIVE,
-    Checkpoint,
-    CheckpointKind,
-    EvaluationRun,
-    JobStatus,
-    TrainingJob,
-)
+from studio.models.training import Checkpoint, CheckpointKind, EvaluationRun, TrainingJob
 from studio.models.users import ApiToken, Role, User
 
 __all__ = [
-    "COLLECTION_ACTIVE",
     "CellStatus",
     "Collection",
     "CollectionCell",
-    "CollectionStatus",
     "RUN_ENDED",
     "Admissibility",
     "ApiToken",
@@ -49,6 +35,7 @@ __all__ = [
     "Domain",
     "EvaluationRun",
     "JOB_ACTIVE",
+    "Job",
     "JobStatus",
     "ModelEndpoint",
     "ModelPool",

@@ -7,41 +7,25 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-
-class CollectionStatus(models.TextChoices):
-    QUEUED = "queued"
-    RUNNING = "running"
-    SUCCEEDED = "succeeded"  # every cell recorded or failed
-    STOPPED = "stopped"  # the budget ran out first; the rest wait for a larger budget
-    CANCELLED = "cancelled"
-    FAILED = "failed"
+from studio.models.jobs import Job
 
 
-COLLECTION_ACTIVE = (CollectionStatus.QUEUED, CollectionStatus.RUNNING)
-
-
-class Collection(models.Model):
+class Collection(Job):
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="collections")
     pool = models.ForeignKey("studio.ModelPool", on_delete=models.PROTECT, related_name="collections")
     name = models.CharField(max_length=100)
     source = models.CharField(max_length=50, unique=True, help_text="the RecordedOutcome source of its cells")
-    status = models.CharField(max_length=20, choices=CollectionStatus.choices, default=CollectionStatus.QUEUED)
     budget_usd = models.DecimalField(max_digits=14, decimal_places=6)
     spent_usd = models.DecimalField(max_digits=16, decimal_places=10, default=0)
     calibrates = models.BooleanField(
         default=False, help_text="once it succeeds, its outcomes become the pool's calibration (calibration_source)"
     )
     max_concurrency = models.PositiveSmallIntegerField(default=4, help_text="calls in flight per endpoint")
-    message = models.TextField(blank=True)
-    worker = models.CharField(max_length=200, blank=True)
     heartbeat_at = models.DateTimeField(null=True, blank=True, help_text="the last sign of life of its runner")
-    created_at = models.DateTimeField(auto_now_add=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
 
-    class Meta:
-        ordering = ["-created_at", "-id"]
+    class Meta(Job.Meta):
         constraints = [
+            *Job.Meta.constraints,
             models.CheckConstraint(condition=Q(budget_usd__gt=0), name="collection_budget_positive"),
             models.CheckConstraint(condition=Q(max_concurrency__gte=1), name="collection_concurrency_positive"),
         ]

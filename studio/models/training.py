@@ -1,8 +1,12 @@
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
+
+from studio.models.jobs import Job
 
 
 class CheckpointKind(models.TextChoices):
@@ -39,73 +43,41 @@ class Checkpoint(models.Model):
         return f"{self.kind}:{self.name}"
 
 
-class JobStatus(models.TextChoices):
-    QUEUED = "queued"
-    RUNNING = "running"
-    SUCCEEDED = "succeeded"
-    FAILED = "failed"
-    CANCELLED = "cancelled"
+class TrainingJob(Job):
+    watch_group = "training"
 
-
-JOB_ACTIVE = (JobStatus.QUEUED, JobStatus.RUNNING)  # a job in these has not ended yet
-
-
-class TrainingJob(models.Model):
     kind = models.CharField(max_length=20, choices=CheckpointKind.choices)
-    status = models.CharField(max_length=20, choices=JobStatus.choices, default=JobStatus.QUEUED)
     config = models.JSONField(default=dict, blank=True)
-    progress = models.FloatField(default=0.0, help_text="0 to 1")
     metrics = models.JSONField(default=dict, blank=True, help_text="the latest metrics")
     history = models.JSONField(default=list, blank=True, help_text="metrics over steps, for curves")
-    message = models.TextField(blank=True)
-    worker = models.CharField(max_length=255, blank=True, help_text="the Celery worker (node name) that took it")
     checkpoint = models.ForeignKey(
         Checkpoint, on_delete=models.SET_NULL, null=True, blank=True, related_name="training_jobs"
     )
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
-    created_at = models.DateTimeField(auto_now_add=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
 
-    class Meta:
-        ordering = ["-created_at", "-id"]
-        constraints = [
-            models.CheckConstraint(
-                condition=Q(progress__gte=0) & Q(progress__lte=1), name="trainingjob_progress_in_range"
-            )
-        ]
+    class Meta(Job.Meta):
         indexes = [models.Index(fields=["status", "-created_at"], name="trainingjob_status_created")]
 
     def __str__(self) -> str:
         return f"{self.kind} training {self.pk} ({self.status})"
 
+    def progress_message(self) -> dict[str, Any]:
+        return {**super().progress_message(), "metrics": self.metrics}
 
-class EvaluationRun(models.Model):
-    status = models.CharField(max_length=20, choices=JobStatus.choices, default=JobStatus.QUEUED)
+
+class EvaluationRun(Job):
+    watch_group = "evaluation"
+
     config = models.JSONField(default=dict, blank=True)
-    progress = models.FloatField(default=0.0, help_text="0 to 1")
     report = models.JSONField(default=dict, blank=True)
-    message = models.TextField(blank=True)
-    worker = models.CharField(max_length=255, blank=True, help_text="the Celery worker (node name) that took it")
     checkpoint = models.ForeignKey(
         Checkpoint, on_delete=models.SET_NULL, null=True, blank=True, related_name="evaluations"
     )
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
-    created_at = models.DateTimeField(auto_now_add=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
-
-    class Meta:
-        ordering = ["-created_at", "-id"]
-        constraints = [
-            models.CheckConstraint(
-                condition=Q(progress__gte=0) & Q(progress__lte=1), name="evaluation_progress_in_range"
-            )
-        ]
 
     def __str__(self) -> str:
         return f"evaluation {self.pk} ({self.status})"

@@ -27,17 +27,18 @@ from studio import queues
 from studio.crypto import decrypt_secret
 from studio.errors import Conflict, Invalid, NotFound
 from studio.models import (
-    COLLECTION_ACTIVE,
+    JOB_ACTIVE,
     Admissibility,
     CellStatus,
     Collection,
     CollectionCell,
-    CollectionStatus,
+    JobStatus,
     ModelPool,
     RecordedOutcome,
     Task,
     User,
 )
+from studio.services.jobs import job_end, job_progress, job_start
 from studio.services.verification import ITEM_KEYS
 
 MAX_CELLS = 100_000
@@ -139,7 +140,7 @@ def collection_resume(*, collection_id: int, budget_usd: float | None = None) ->
     collection = Collection.objects.select_for_update().filter(pk=collection_id).first()
     if collection is None:
         raise NotFound(f"There is no collection {collection_id}.")
-    if collection.status in COLLECTION_ACTIVE:
+    if collection.status in JOB_ACTIVE:
         raise Conflict(f"Collection {collection_id} is {collection.status} already.")
     quiet = timezone.now() - timedelta(seconds=settings.ORCHESTRA_COLLECTION_QUIET_S)
     in_flight = collection.cells.filter(status=CellStatus.STARTED).count()
@@ -153,7 +154,7 @@ def collection_resume(*, collection_id: int, budget_usd: float | None = None) ->
         if budget <= collection.spent_usd:
             raise Invalid("budget_usd", f"The budget must be above the ${collection.spent_usd:.6f} spent.")
         collection.budget_usd = budget
-    collection.status, collection.message, collection.finished_at = CollectionStatus.QUEUED, "", None
+    collection.status, collection.message, collection.finished_at = JobStatus.QUEUED, "", None
     collection.save(update_fields=["status", "message", "finished_at", "budget_usd"])
     transaction.on_commit(lambda: queues.send(queues.COLLECT, collection.pk))
     return collection
@@ -165,10 +166,7 @@ def collection_cancel(*, collection_id: int) -> Collection:
         collection = Collection.objects.select_for_update().filter(pk=collection_id).first()
         if collection is None:
             raise NotFound(f"There is no collection {collection_id}.")
-        if collection.status in COLLECTION_ACTIVE:
-            collection.status, collection.finished_at = CollectionStatus.CANCELLED, timezone.now()
-            collection.message = "Cancelled."
-            collection.save(update_fields=["status", "finished_at", "message"])
+        collection = job_end(Collection, collection_id, status=JobStatus.CANCELLED, message="Cancelled.") or collection
     return collection
 
 
@@ -205,8 +203,8 @@ def collection_start(*, collection_id: int, worker: str = "") -> Collection | No
     """Take a queued (or running, after its runner died) collection; None when it has ended.
     Cells a dead runner left started are booked as spent at their pair's dearest cost."""
     with transaction.atomic():
-        collection = Collection.objects.select_for_update().filter(pk=collection_id).first()
-        if collection is None or collection.status not in COLLECTION_ACTIVE:
+        collection = job_start(Collection, collection_id, worker=worker, resumes=True)
+        if collection is None:
             return None
         orphans = list(collection.cells.filter(status=CellStatus.STARTED).values_list("endpoint_id", "primitive"))
         dearest = {
@@ -218,10 +216,8 @@ def collection_start(*, collection_id: int, worker: str = "") -> Collection | No
         lost = sum((dearest.get(pair) or Decimal(0) for pair in orphans), Decimal(0))
         collection.cells.filter(status=CellStatus.STARTED).update(status=CellStatus.PENDING)
         collection.spent_usd += lost
-        collection.status, collection.worker = CollectionStatus.RUNNING, worker
-        collection.started_at = collection.started_at or timezone.now()
         collection.heartbeat_at = timezone.now()
-        collection.save(update_fields=["spent_usd", "status", "worker", "started_at", "heartbeat_at"])
+        collection.save(update_fields=["spent_usd", "heartbeat_at"])
     return collection
 
 
@@ -326,10 +322,13 @@ def cells_finish(*, collection_id: int, results: Sequence[tuple[CellWork, CellRe
                     for work, result in todo
                 ],
             )  # fmt: skip
-        collection.spent_usd += sum(costs.values(), Decimal(0))
-        collection.heartbeat_at = now
-        collection.save(update_fields=["spent_usd", "heartbeat_at"])
-    return collection.spent_usd
+        total, done, _ = cells_progress(collection_id=collection_id)
+        spent = collection.spent_usd + sum(costs.values(), Decimal(0))
+        job_progress(
+            Collection, collection_id, progress=done / max(1, total), message="collecting", spent_usd=spent,
+            heartbeat_at=now,
+        )  # fmt: skip
+    return spent
 
 
 @transaction.atomic
@@ -337,14 +336,12 @@ def collection_end(*, collection_id: int, status: str, message: str = "") -> Non
     """Record how a running collection ended (a cancelled one stays cancelled). A calibrating
     one that succeeded becomes its pool's calibration source."""
     collection = Collection.objects.select_for_update().filter(pk=collection_id).first()
-    if collection is None or collection.status != CollectionStatus.RUNNING:
+    if collection is None or collection.status != JobStatus.RUNNING:
         return
-    if status == CollectionStatus.SUCCEEDED and collection.calibrates:
+    if status == JobStatus.SUCCEEDED and collection.calibrates:
         ModelPool.objects.filter(pk=collection.pool_id).update(calibration_source=collection.source)
         message = f"{message} The pool {collection.pool.name!r} now calibrates on {collection.source}.".strip()
-    collection.status, collection.message = status, message[:2000]
-    collection.finished_at = collection.heartbeat_at = timezone.now()
-    collection.save(update_fields=["status", "message", "finished_at", "heartbeat_at"])
+    job_end(Collection, collection_id, status=status, message=message, heartbeat_at=timezone.now())
 
 
 def collection_status(*, collection_id: int) -> str:
@@ -358,7 +355,7 @@ def collections_resume_quiet(*, older_than_s: float | None = None) -> int:
     each is sent once per quiet spell. Called by the recovery sweep (`workers.runs_recover`)."""
     quiet_s = settings.ORCHESTRA_COLLECTION_QUIET_S if older_than_s is None else older_than_s
     cutoff = timezone.now() - timedelta(seconds=quiet_s)
-    rows = Collection.objects.filter(status=CollectionStatus.RUNNING).filter(
+    rows = Collection.objects.filter(status=JobStatus.RUNNING).filter(
         Q(heartbeat_at__lt=cutoff) | Q(heartbeat_at__isnull=True)
     )
     ids = list(rows.values_list("pk", flat=True))

@@ -20,13 +20,9 @@ from django.conf import settings
 from orchestrator.errors import UsageError
 from orchestrator.offline.composites import CompositesConfig, CompositesReport, evaluate_composites
 from orchestrator.offline.items import ItemsConfig, ItemsReport, evaluate_items
-from studio.services.evaluations import (
-    evaluation_fail,
-    evaluation_finish,
-    evaluation_progress,
-    evaluation_start,
-    evaluations_dir,
-)
+from studio.models import EvaluationRun, JobStatus
+from studio.services.evaluations import evaluations_dir
+from studio.services.jobs import job_end, job_fail, job_progress, job_start
 from studio.services.training import collection_files
 
 log = logging.getLogger(__name__)
@@ -85,7 +81,7 @@ def composites_config(evaluation_id: int, config: dict[str, Any]) -> CompositesC
 def _progress(evaluation_id: int) -> Callable[[int, int, str], None]:
     def progress(done: int, total: int, method: str) -> None:
         message = f"fitting {method} ({done + 1} of {total})" if method else "writing the report"
-        evaluation_progress(evaluation_id=evaluation_id, progress=done / max(1, total), message=message)
+        job_progress(EvaluationRun, evaluation_id, progress=done / max(1, total), message=message)
 
     return progress
 
@@ -93,9 +89,9 @@ def _progress(evaluation_id: int) -> Callable[[int, int, str], None]:
 def _failed(evaluation_id: int, error: BaseException) -> None:
     """Record an evaluation stopped by `error` on its row (the caller raises it on)."""
     if isinstance(error, SoftTimeLimitExceeded):
-        evaluation_fail(evaluation_id=evaluation_id, message="The evaluation ran past its time limit and was stopped.")
+        job_fail(EvaluationRun, evaluation_id, message="The evaluation ran past its time limit and was stopped.")
     else:
-        evaluation_fail(evaluation_id=evaluation_id, message=f"The evaluation failed: {type(error).__name__}: {error}")
+        job_fail(EvaluationRun, evaluation_id, message=f"The evaluation failed: {type(error).__name__}: {error}")
 
 
 def evaluate_into(
@@ -107,7 +103,7 @@ def evaluate_into(
     folder = evaluations_dir()
     folder.mkdir(parents=True, exist_ok=True)
     report = report or folder / f"evaluation-{evaluation_id}.json"
-    evaluation_progress(evaluation_id=evaluation_id, progress=0.0, message="loading outcomes and embedding prompts")
+    job_progress(EvaluationRun, evaluation_id, progress=0.0, message="loading outcomes and embedding prompts")
     try:
         result: ItemsReport | CompositesReport
         if isinstance(config, CompositesConfig):
@@ -121,18 +117,21 @@ def evaluate_into(
             plot.parent.mkdir(parents=True, exist_ok=True)
             result.plot(plot)
     except UsageError as error:
-        evaluation_fail(evaluation_id=evaluation_id, message=f"{REFUSED}{error}")
+        job_fail(EvaluationRun, evaluation_id, message=f"{REFUSED}{error}")
         return 2
     except Exception as error:  # SoftTimeLimitExceeded included
         _failed(evaluation_id, error)
         raise
-    evaluation_finish(evaluation_id=evaluation_id, report=json.loads(report.read_text()), message=f"report {report}")
+    job_end(
+        EvaluationRun, evaluation_id, status=JobStatus.SUCCEEDED, message=f"report {report}", even_if_ended=True,
+        report=json.loads(report.read_text()),
+    )  # fmt: skip
     return 0
 
 
 def run_evaluation(evaluation_id: int, worker: str = "") -> None:
     """Run a queued evaluation to its end on `worker` (a Celery node name): a report, or a failure with its reason."""
-    run = evaluation_start(evaluation_id=evaluation_id, worker=worker)
+    run = job_start(EvaluationRun, evaluation_id, worker=worker)
     if run is None:
         log.info("evaluation %s is gone or not queued; nothing to do", evaluation_id)
         return
@@ -140,7 +139,7 @@ def run_evaluation(evaluation_id: int, worker: str = "") -> None:
     try:
         config = composites_config(run.pk, run.config) if composites else items_config(run.pk, run.config)
     except (KeyError, TypeError, ValueError, OSError) as error:
-        evaluation_fail(evaluation_id=run.pk, message=f"The evaluation's config cannot be used: {error!r}")
+        job_fail(EvaluationRun, run.pk, message=f"The evaluation's config cannot be used: {error!r}")
         return
     try:
         evaluate_into(run.pk, config)

@@ -7,26 +7,21 @@ on queue `training` (workers.tasks.evaluate). Its config is checked and complete
 a preset: "quick" (a seeded subset and a small learned policy, for a look in a minute or
 so) or "full" (everything, the learned policy's default sizes). Progress is written to the
 row, one step per method (per seed and penalty for composites); the report is the CLI's
-JSON report.
+JSON report. Its lifecycle is studio.services.jobs'.
 """
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.core.cache import cache
 from django.db import transaction
-from django.utils import timezone
 
 from studio import queues
 from studio.errors import Invalid, NotFound
-from studio.models import JOB_ACTIVE, Checkpoint, CheckpointKind, EvaluationRun, JobStatus, TrainingJob, User
-from studio.services.evaluation_progress import evaluation_notify
-from studio.services.training import check_collections, check_learned_config, shipped_outcomes, training_job_fail
+from studio.models import Checkpoint, CheckpointKind, EvaluationRun, User
+from studio.services.training import check_collections, check_learned_config, shipped_outcomes
 
 DEFAULT_OUTCOMES = ("llmrouter.jsonl.gz",)  # an upstream split, every method applies but two
 KINDS = ("items", "composites")
@@ -228,113 +223,3 @@ def evaluation_create(*, user: User, options: dict[str, Any]) -> EvaluationRun:
     run = EvaluationRun.objects.create(config=config, checkpoint=checkpoint, created_by=user)
     transaction.on_commit(lambda: queues.send(queues.EVALUATE, run.pk))
     return run
-
-
-@transaction.atomic
-def evaluation_start(*, evaluation_id: int, worker: str = "") -> EvaluationRun | None:
-    """Mark a queued evaluation running on `worker` (a Celery node name); None when it is gone or no longer queued."""
-    run = EvaluationRun.objects.select_for_update().filter(pk=evaluation_id).first()
-    if run is None or run.status != JobStatus.QUEUED:
-        return None
-    run.status, run.started_at, run.message, run.worker = JobStatus.RUNNING, timezone.now(), "started", worker
-    run.save(update_fields=["status", "started_at", "message", "worker"])
-    evaluation_notify(run)
-    return run
-
-
-@transaction.atomic
-def evaluation_progress(*, evaluation_id: int, progress: float, message: str) -> None:
-    """Record where a running evaluation is: a fraction in [0, 1] and what it is doing."""
-    run = EvaluationRun.objects.select_for_update().filter(pk=evaluation_id).first()
-    if run is None:
-        return
-    run.progress, run.message = min(1.0, max(run.progress, progress)), message
-    run.save(update_fields=["progress", "message"])
-    evaluation_notify(run)
-
-
-@transaction.atomic
-def evaluation_finish(*, evaluation_id: int, report: dict[str, Any], message: str) -> None:
-    run = EvaluationRun.objects.select_for_update().filter(pk=evaluation_id).first()
-    if run is None:
-        return
-    run.status, run.progress, run.report, run.message = JobStatus.SUCCEEDED, 1.0, report, message
-    run.finished_at = timezone.now()
-    run.save(update_fields=["status", "progress", "report", "message", "finished_at"])
-    evaluation_notify(run)
-
-
-@transaction.atomic
-def evaluation_fail(*, evaluation_id: int, message: str) -> None:
-    """Record that a queued or running evaluation failed, and why (an ended one is left as it is)."""
-    run = EvaluationRun.objects.select_for_update().filter(pk=evaluation_id).first()
-    if run is None or run.status not in JOB_ACTIVE:
-        return
-    run.status, run.finished_at, run.message = JobStatus.FAILED, timezone.now(), message[:2000]
-    run.save(update_fields=["status", "finished_at", "message"])
-    evaluation_notify(run)
-
-
-def jobs_fail_orphaned(*, worker: str) -> int:
-    """Fail the training jobs and evaluations still running on `worker`, a worker that has just
-    started and so runs none of them: they lost their process when it last stopped (killed,
-    or the machine went down). Returns how many."""
-    if not worker:
-        return 0
-    return jobs_fail_on(worker, f"The worker running it ({worker}) stopped before it ended. Start it again.")
-
-
-def jobs_fail_on(worker: str, message: str) -> int:
-    """Fail the training jobs and evaluations running on `worker` with `message`; how many."""
-    jobs = list(TrainingJob.objects.filter(status=JobStatus.RUNNING, worker=worker).values_list("pk", flat=True))
-    runs = list(EvaluationRun.objects.filter(status=JobStatus.RUNNING, worker=worker).values_list("pk", flat=True))
-    for job_id in jobs:
-        training_job_fail(job_id=job_id, message=message)
-    for evaluation_id in runs:
-        evaluation_fail(evaluation_id=evaluation_id, message=message)
-    return len(jobs) + len(runs)
-
-
-SILENT_KEY = "orchestra:worker-silent:{}"  # cache: when a worker with running jobs first did not answer
-
-
-def jobs_workers() -> list[str]:
-    """The workers that training jobs or evaluations are running on, by node name."""
-    names = set(TrainingJob.objects.filter(status=JobStatus.RUNNING).values_list("worker", flat=True))
-    names |= set(EvaluationRun.objects.filter(status=JobStatus.RUNNING).values_list("worker", flat=True))
-    return sorted(name for name in names if name)
-
-
-def jobs_fail_silent(
-    *,
-    answering: Callable[[list[str]], Iterable[str]],
-    me: str,
-    after_s: float,
-    clock: Callable[[], float] = time.time,
-) -> int:
-    """Fail the jobs running on a worker that has answered no ping for `after_s` seconds (it
-    was killed for good, or its machine is gone, and no worker of its name started again to
-    clean up: see jobs_fail_orphaned). `answering(names)` pings the workers and returns those
-    that answered; `me`, the asking worker, is asked too, and if even it does not answer the
-    pings are not getting through, so nothing is failed (nor without a name for it). `clock`
-    gives the time in seconds. Returns how many jobs were failed."""
-    names = jobs_workers()
-    if not names or after_s <= 0:
-        return 0
-    answered = set(answering(sorted({*names, me} - {""})))
-    if me not in answered:  # no answer even from here (or no name): pings are not getting through
-        return 0
-    now, failed = clock(), 0
-    for name in names:
-        key = SILENT_KEY.format(name)
-        if name in answered:
-            cache.delete(key)
-            continue
-        cache.add(key, now, timeout=int(after_s * 10) + 60)
-        silent_s = now - float(cache.get(key, now))
-        if silent_s < after_s:
-            continue
-        silence = f"has not answered for {silent_s:.0f} s; taken as gone"
-        failed += jobs_fail_on(name, f"The worker running it ({name}) {silence}. Start it again.")
-        cache.delete(key)
-    return failed

@@ -1,10 +1,9 @@
 """Training jobs and checkpoints: queue a job, record its progress, keep what it made.
 
-A job runs on queue `training` (workers.tasks.train). Its progress is written to the row
-(for a page that polls or reloads) and sent to the channel group `training.<id>` (for one
-that watches live). What it trains is stored as a Checkpoint with its config, metrics and
-lineage; the first checkpoint of a kind becomes the default, and `checkpoint_promote`
-makes another one the default.
+A job runs on queue `training` (workers.tasks.train); its lifecycle is studio.services.jobs',
+its progress written to the row and sent to the channel group `training.<id>`. What it trains
+is stored as a Checkpoint with its config, metrics and lineage; the first checkpoint of a kind
+becomes the default, and `checkpoint_promote` makes another one the default.
 """
 
 from __future__ import annotations
@@ -15,19 +14,14 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.utils import timezone
 
 from studio import queues
 from studio.errors import Conflict, Invalid, NotFound
-from studio.models import JOB_ACTIVE, Checkpoint, CheckpointKind, JobStatus, TrainingJob, User
-from studio.notifier import notifier
+from studio.models import Checkpoint, CheckpointKind, JobStatus, TrainingJob, User
+from studio.services.jobs import job_end, job_progress
 
 HISTORY_LIMIT = 2000  # points kept for curves; later points thin the history evenly
 TRAINABLE = {CheckpointKind.POLICY, CheckpointKind.REWARD_MODEL}
-
-
-def training_group(job_id: int) -> str:
-    return f"training.{job_id}"
 
 
 def checkpoints_dir() -> Path:
@@ -178,36 +172,17 @@ def training_job_create(*, user: User, kind: str, config: dict[str, Any]) -> Tra
     return job
 
 
-def _notify(job: TrainingJob) -> None:
-    message = {
-        "id": job.pk, "status": job.status, "progress": job.progress, "metrics": job.metrics, "message": job.message,
-    }  # fmt: skip
-    transaction.on_commit(lambda: notifier.notify(training_group(job.pk), {"type": "training.progress", **message}))
-
-
-@transaction.atomic
-def training_job_start(*, job_id: int, worker: str = "") -> TrainingJob | None:
-    """Mark a queued job running on `worker` (a Celery node name); None when it is gone or no longer queued."""
-    job = TrainingJob.objects.select_for_update().filter(pk=job_id).first()
-    if job is None or job.status != JobStatus.QUEUED:
-        return None
-    job.status, job.started_at, job.message, job.worker = JobStatus.RUNNING, timezone.now(), "started", worker
-    job.save(update_fields=["status", "started_at", "message", "worker"])
-    _notify(job)
-    return job
-
-
-@transaction.atomic
 def training_job_progress(*, job_id: int, progress: float, stage: str, metrics: dict[str, float]) -> None:
-    """Record where a running job is: a fraction in [0, 1], a stage, the latest metrics."""
-    job = TrainingJob.objects.select_for_update().get(pk=job_id)
-    job.progress = min(1.0, max(job.progress, progress))
-    job.message = stage
-    job.metrics = {**job.metrics, **metrics}
-    history = [*job.history, {"progress": round(job.progress, 4), "stage": stage, **metrics}]
-    job.history = history[::2] if len(history) > HISTORY_LIMIT else history
-    job.save(update_fields=["progress", "message", "metrics", "history"])
-    _notify(job)
+    """Record where a running job is: a fraction in [0, 1], a stage, the latest metrics, kept
+    over steps for its curves."""
+    with transaction.atomic():
+        job = TrainingJob.objects.select_for_update().get(pk=job_id)
+        point = {"progress": round(min(1.0, max(job.progress, progress)), 4), "stage": stage, **metrics}
+        history = [*job.history, point]
+        job_progress(
+            TrainingJob, job_id, progress=progress, message=stage, metrics={**job.metrics, **metrics},
+            history=history[::2] if len(history) > HISTORY_LIMIT else history,
+        )  # fmt: skip
 
 
 @transaction.atomic
@@ -228,22 +203,11 @@ def training_job_finish(
         kind=job.kind, name=name, path=str(path.relative_to(settings.DATA_DIR)), config=config, metrics=metrics,
         lineage=lineage, is_default=takes_over, created_by=job.created_by,
     )  # fmt: skip
-    job.status, job.progress, job.finished_at = JobStatus.SUCCEEDED, 1.0, timezone.now()
-    job.metrics, job.checkpoint, job.message = {**job.metrics, **metrics}, checkpoint, "finished"
-    job.save(update_fields=["status", "progress", "finished_at", "metrics", "checkpoint", "message"])
-    _notify(job)
+    job_end(
+        TrainingJob, job_id, status=JobStatus.SUCCEEDED, message="finished", even_if_ended=True,
+        metrics={**job.metrics, **metrics}, checkpoint=checkpoint,
+    )  # fmt: skip
     return checkpoint
-
-
-@transaction.atomic
-def training_job_fail(*, job_id: int, message: str) -> None:
-    """Record that a queued or running job failed, and why (an ended one is left as it is)."""
-    job = TrainingJob.objects.select_for_update().filter(pk=job_id).first()
-    if job is None or job.status not in JOB_ACTIVE:
-        return
-    job.status, job.finished_at, job.message = JobStatus.FAILED, timezone.now(), message[:2000]
-    job.save(update_fields=["status", "finished_at", "message"])
-    _notify(job)
 
 
 @transaction.atomic

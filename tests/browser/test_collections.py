@@ -77,7 +77,7 @@ def test_start_follow_cancel_and_resume_a_collection(page: Page, live_url: str, 
         assert collection.pool_id == pool.pk and collection.max_concurrency == 1
 
         # Followed live: the list is polled while it works; cancelled from the keyboard mid-way.
-        row = page.locator(f'[data-testid="collection-row"][data-collection-id="{collection.pk}"]')
+        row = page.locator(f'[data-testid="job-row"][data-job-id="{collection.pk}"]')
         progress = row.get_by_test_id("collection-progress")
         expect(progress).to_have_attribute("data-done", re.compile(r"^([2-9]|10)$"), timeout=20_000)
         expect(row).to_have_attribute("data-status", "running")

@@ -26,7 +26,7 @@ from openai import OpenAI
 
 from providers import local_server as support
 from providers.local_model import Server
-from studio.models import Attempt, CollectionStatus, ModelEndpoint, ModelPool, Primitive, RecordedOutcome, Run, User
+from studio.models import Attempt, JobStatus, ModelEndpoint, ModelPool, Primitive, RecordedOutcome, Run, User
 from studio.services.bootstrap import LOCAL_PRIMITIVES, LocalModel, local_endpoint_ensure
 from studio.services.collections import collection_create
 from studio.services.pools import endpoint_create
@@ -162,7 +162,7 @@ def test_a_collection_records_ten_real_outcomes(local_model: Server) -> None:
     collection = collection_create(
         owner=owner, pool_id=pool.pk, task_ids=tasks, pairs=pairs, budget_usd=1.0, enqueue=False
     )
-    assert run_collection(collection.pk) == CollectionStatus.SUCCEEDED
+    assert run_collection(collection.pk) == JobStatus.SUCCEEDED
     rows = RecordedOutcome.objects.filter(source=collection.source)
     assert rows.count() == 10
     assert {r.primitive for r in rows} == {"direct", "cot"}

@@ -12,7 +12,8 @@ from django.test import override_settings
 from studio.asgi import application
 from studio.event_schemas import TrainingProgress
 from studio.models import Checkpoint, JobStatus, Role, TrainingJob
-from studio.services.training import training_job_progress, training_job_start
+from studio.services.jobs import job_start
+from studio.services.training import training_job_progress
 from tests.factories import UserFactory
 from tests.studio.test_consumers import ORIGIN, session_cookie
 from tests.support.websocket import handshake
@@ -118,8 +119,8 @@ def test_viewers_and_labelers_may_not_train(api_as) -> None:
 
 def test_progress_is_kept_for_curves(make_user) -> None:
     job = TrainingJob.objects.create(kind="policy", created_by=make_user(Role.RESEARCHER))
-    assert training_job_start(job_id=job.pk) is not None
-    assert training_job_start(job_id=job.pk) is None  # a second delivery does not start it again
+    assert job_start(TrainingJob, job.pk) is not None
+    assert job_start(TrainingJob, job.pk) is None  # a second delivery does not start it again
     training_job_progress(job_id=job.pk, progress=0.25, stage="sft", metrics={"loss/sft": 1.5})
     training_job_progress(job_id=job.pk, progress=0.5, stage="sft", metrics={"loss/sft": 0.9})
     job.refresh_from_db()
@@ -169,7 +170,7 @@ async def test_the_progress_socket_sends_the_state_then_updates() -> None:
     first = await watcher.receive_json_from(timeout=5)
     assert (first["kind"], first["status"], first["progress"]) == ("progress", "queued", 0.0)
     TrainingProgress.model_validate(first, strict=True)  # what the browser's types say
-    await database_sync_to_async(training_job_start)(job_id=job.pk)
+    await database_sync_to_async(job_start)(TrainingJob, job.pk)
     await database_sync_to_async(training_job_progress)(job_id=job.pk, progress=0.4, stage="rl", metrics={"x": 1.0})
     seen = [TrainingProgress.model_validate(await watcher.receive_json_from(timeout=5)).model_dump() for _ in range(2)]
     assert [(m["status"], m["progress"], m["message"]) for m in seen] == [

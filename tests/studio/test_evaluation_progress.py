@@ -11,8 +11,8 @@ from channels.testing import WebsocketCommunicator
 
 from studio.asgi import application
 from studio.event_schemas import EvaluationProgress
-from studio.models import EvaluationRun, Role, User
-from studio.services.evaluations import evaluation_fail, evaluation_finish, evaluation_progress, evaluation_start
+from studio.models import EvaluationRun, JobStatus, Role, User
+from studio.services.jobs import job_end, job_fail, job_progress, job_start
 from tests.factories import UserFactory
 from tests.studio.test_consumers import ORIGIN, session_cookie
 from tests.support.websocket import handshake
@@ -45,12 +45,12 @@ async def test_a_researcher_sees_the_state_then_every_update_to_the_end() -> Non
     (first,) = await receive(ws, 1)
     assert first == {"kind": "progress", "id": evaluation.pk, "status": "queued", "progress": 0.0, "message": ""}
 
-    await database_sync_to_async(evaluation_start)(evaluation_id=evaluation.pk, worker="w1")
+    await database_sync_to_async(job_start)(EvaluationRun, evaluation.pk, worker="w1")
     for step, method in enumerate(("random", "cheapest"), start=1):
-        await database_sync_to_async(evaluation_progress)(
-            evaluation_id=evaluation.pk, progress=step / 4, message=method
-        )
-    await database_sync_to_async(evaluation_finish)(evaluation_id=evaluation.pk, report={"methods": {}}, message="done")
+        await database_sync_to_async(job_progress)(EvaluationRun, evaluation.pk, progress=step / 4, message=method)
+    await database_sync_to_async(job_end)(
+        EvaluationRun, evaluation.pk, status=JobStatus.SUCCEEDED, message="done", report={"methods": {}}
+    )
     seen = await receive(ws, 4)
     assert [(m["status"], m["progress"], m["message"]) for m in seen] == [
         ("running", 0.0, "started"),
@@ -68,7 +68,7 @@ async def test_a_failure_reaches_the_watcher_with_its_reason() -> None:
     ws = await watch(admin, evaluation)
     assert (await ws.connect())[0]
     await receive(ws, 1)
-    await database_sync_to_async(evaluation_fail)(evaluation_id=evaluation.pk, message="The worker stopped.")
+    await database_sync_to_async(job_fail)(EvaluationRun, evaluation.pk, message="The worker stopped.")
     (failed,) = await receive(ws, 1)
     assert (failed["status"], failed["message"]) == ("failed", "The worker stopped.")
     await ws.disconnect()

@@ -25,7 +25,7 @@ from studio.models import (
     CellStatus,
     Collection,
     CollectionCell,
-    CollectionStatus,
+    JobStatus,
     Primitive,
     RecordedOutcome,
 )
@@ -104,7 +104,7 @@ def test_every_cell_is_called_once_scored_by_its_checker_and_exported(tmp_path: 
         collection = collection_create(owner=owner, pool_id=pool.pk, task_ids=tasks,
                                        pairs=[(e.pk, "direct") for e in endpoints], budget_usd=1.0,
                                        enqueue=False)  # fmt: skip
-        assert run_collection(collection.pk) == CollectionStatus.SUCCEEDED
+        assert run_collection(collection.pk) == JobStatus.SUCCEEDED
     rows = RecordedOutcome.objects.filter(source=collection.source)
     assert rows.count() == 12 and set(script.calls.values()) == {1}
     assert {r.model: r.score for r in rows.filter(item_id=f"task-{tasks[0]}")} == {"openai/right": 1.0,
@@ -132,18 +132,22 @@ def test_the_budget_stops_it_within_one_call_per_endpoint_and_a_resume_calls_onl
         collection = collection_create(owner=owner, pool_id=pool.pk, task_ids=tasks,
                                        pairs=[(e.pk, "direct") for e in endpoints], budget_usd=0.1,
                                        max_concurrency=8, enqueue=False)  # fmt: skip
-        assert run_collection(collection.pk) == CollectionStatus.STOPPED
+        assert run_collection(collection.pk) == JobStatus.STOPPED
         collection.refresh_from_db()
         paid = sum(script.calls.values()) * 0.015  # what the provider billed
         assert float(collection.spent_usd) == pytest.approx(paid)
         assert 0.1 <= paid <= 0.1 + 2 * 0.015 + 1e-9  # over by at most one call per endpoint
         assert "wait for a larger one" in collection.message
+        ended = collection.cells.filter(status__in=["recorded", "failed"]).count()
+        assert 0 < ended < 40 and collection.progress == pytest.approx(ended / 40)  # the share of cells ended
         recorded = set(RecordedOutcome.objects.filter(source=collection.source).values_list("item_id", "model"))
 
         with pytest.raises(Invalid, match="above"):
             collection_resume(collection_id=collection.pk, budget_usd=0.05)
         collection_resume(collection_id=collection.pk, budget_usd=10)
-        assert run_collection(collection.pk) == CollectionStatus.SUCCEEDED
+        assert run_collection(collection.pk) == JobStatus.SUCCEEDED
+    collection.refresh_from_db()
+    assert collection.progress == 1.0
     assert RecordedOutcome.objects.filter(source=collection.source).count() == 40
     assert set(script.calls.values()) == {1} and len(script.calls) == 40  # nothing recorded was called again
     assert recorded <= set(RecordedOutcome.objects.filter(source=collection.source).values_list("item_id", "model"))
@@ -158,7 +162,7 @@ def test_calls_in_flight_per_endpoint_stay_within_the_limit() -> None:
         collection = collection_create(owner=owner, pool_id=pool.pk, task_ids=tasks,
                                        pairs=[(e.pk, "direct") for e in endpoints], budget_usd=5,
                                        max_concurrency=3, enqueue=False)  # fmt: skip
-        assert run_collection(collection.pk) == CollectionStatus.SUCCEEDED
+        assert run_collection(collection.pk) == JobStatus.SUCCEEDED
     assert script.most["right"] == 3 and script.most["wrong"] == 3
 
 
@@ -176,10 +180,10 @@ def test_a_dead_runners_cells_are_called_again_its_recorded_ones_never() -> None
         assert cells[3].outcome_id is not None
         RecordedOutcome.objects.filter(pk=cells[3].outcome_id).delete()
         CollectionCell.objects.filter(pk=cells[3].pk).update(status=CellStatus.STARTED, cost_usd=None)
-        Collection.objects.filter(pk=collection.pk).update(status=CollectionStatus.RUNNING, heartbeat_at=None,
+        Collection.objects.filter(pk=collection.pk).update(status=JobStatus.RUNNING, heartbeat_at=None,
                                                            spent_usd=Decimal("0.045"))  # fmt: skip
         assert collections_resume_quiet(older_than_s=60) == 1  # the sweep queues it again
-        assert run_collection(collection.pk) == CollectionStatus.SUCCEEDED
+        assert run_collection(collection.pk) == JobStatus.SUCCEEDED
     assert RecordedOutcome.objects.filter(source=collection.source).count() == 4
     assert [script.calls[k] for k in sorted(script.calls)] == [1, 1, 1, 2]  # only the unrecorded cell again
     collection.refresh_from_db()
@@ -198,7 +202,7 @@ def test_a_cancelled_collection_sends_no_more_calls() -> None:
                                        pairs=[(endpoints[0].pk, "direct")], budget_usd=10, max_concurrency=1,
                                        enqueue=False)  # fmt: skip
         threading.Timer(0.5, lambda: collection_cancel(collection_id=collection.pk)).start()
-        assert run_collection(collection.pk) == CollectionStatus.CANCELLED
+        assert run_collection(collection.pk) == JobStatus.CANCELLED
         sent = sum(script.calls.values())
     assert 1 <= sent < 40
     assert RecordedOutcome.objects.filter(source=collection.source).count() == sent
@@ -227,7 +231,7 @@ def test_a_replayed_collection_reproduces_the_recordings(tmp_path: Path) -> None
     pairs = [(row.endpoint_id, row.primitive.name) for row in Admissibility.objects.filter(endpoint__pool=pool)]
     collection = collection_create(owner=owner, pool_id=pool.pk, task_ids=tasks, pairs=pairs, budget_usd=1,
                                    enqueue=False)  # fmt: skip
-    assert run_collection(collection.pk) == CollectionStatus.SUCCEEDED
+    assert run_collection(collection.pk) == JobStatus.SUCCEEDED
     fields = ("item_id", "model", "primitive", "response", "score", "prompt_tokens", "completion_tokens")
     got = set(RecordedOutcome.objects.filter(source=collection.source).values_list(*fields))
     want = set(RecordedOutcome.objects.filter(source="rt").values_list(*fields))
@@ -342,9 +346,9 @@ def test_a_resume_waits_for_the_last_runners_calls_in_flight() -> None:
 
     from django.utils import timezone
 
-    Collection.objects.filter(pk=collection.pk).update(status=CollectionStatus.CANCELLED, heartbeat_at=timezone.now())
+    Collection.objects.filter(pk=collection.pk).update(status=JobStatus.CANCELLED, heartbeat_at=timezone.now())
     CollectionCell.objects.filter(collection=collection).update(status=CellStatus.STARTED)
     with pytest.raises(Conflict, match="2 call\\(s\\) in flight"):
         collection_resume(collection_id=collection.pk)
     Collection.objects.filter(pk=collection.pk).update(heartbeat_at=timezone.now() - timedelta(hours=1))
-    assert collection_resume(collection_id=collection.pk).status == CollectionStatus.QUEUED  # its runner is gone
+    assert collection_resume(collection_id=collection.pk).status == JobStatus.QUEUED  # its runner is gone

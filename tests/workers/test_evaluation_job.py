@@ -50,13 +50,13 @@ def queued(**options: Any) -> EvaluationRun:
 
 def test_a_small_evaluation_runs_to_its_report(data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     seen: list[tuple[float, str]] = []
-    record = evaluation.evaluation_progress
+    record = evaluation.job_progress
 
-    def watch(*, evaluation_id: int, progress: float, message: str) -> None:
+    def watch(model: type[EvaluationRun], evaluation_id: int, *, progress: float, message: str) -> None:
         seen.append((progress, message))
-        record(evaluation_id=evaluation_id, progress=progress, message=message)
+        record(model, evaluation_id, progress=progress, message=message)
 
-    monkeypatch.setattr(evaluation, "evaluation_progress", watch)
+    monkeypatch.setattr(evaluation, "job_progress", watch)
     run = queued(
         methods=["learned", "cheapest", "oracle", "knn", "always_decompose"], learned=TINY_LEARNED,
         max_train_items=300, max_test_items=80,
@@ -96,13 +96,13 @@ def test_an_unusable_config_fails_in_plain_words(data_dir: Path) -> None:
 
 def test_a_small_composite_evaluation_runs_to_its_report(data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     seen: list[str] = []
-    record = evaluation.evaluation_progress
+    record = evaluation.job_progress
 
-    def watch(*, evaluation_id: int, progress: float, message: str) -> None:
+    def watch(model: type[EvaluationRun], evaluation_id: int, *, progress: float, message: str) -> None:
         seen.append(message)
-        record(evaluation_id=evaluation_id, progress=progress, message=message)
+        record(model, evaluation_id, progress=progress, message=message)
 
-    monkeypatch.setattr(evaluation, "evaluation_progress", watch)
+    monkeypatch.setattr(evaluation, "job_progress", watch)
     config = evaluation_config(
         preset="quick", outcomes=[], train=[], probe=0, seed=0, methods=["always_delegate", "decide_mf", "learned"],
         learned={**TINY_LEARNED, "cascade_knobs": [], "decompose": {"epochs": 2, "rl_iterations": 2}},

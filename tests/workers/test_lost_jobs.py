@@ -15,7 +15,7 @@ from billiard.exceptions import WorkerLostError
 from celery import signals
 
 from studio.models import EvaluationRun, JobStatus, TrainingJob
-from studio.services import evaluations
+from studio.services import jobs
 from tests.support.worker import running_worker
 from workers import tasks
 
@@ -119,7 +119,7 @@ def test_the_jobs_of_a_worker_silent_for_long_enough_are_failed_and_only_those()
         return {alive, "sweeper@vm"}
 
     def sweep() -> int:
-        return evaluations.jobs_fail_silent(answering=answering, me="sweeper@vm", after_s=120, clock=clock)
+        return jobs.jobs_fail_silent(answering=answering, me="sweeper@vm", after_s=120, clock=clock)
 
     assert sweep() == 0  # the first silence is only noted
     assert asked == [sorted([gone, alive, "sweeper@vm"])]
@@ -144,7 +144,7 @@ def test_a_worker_that_answers_again_starts_its_silence_over() -> None:
 
     def sweep() -> int:
         answered = next(replies) | {"me@vm"}
-        return evaluations.jobs_fail_silent(answering=lambda names: answered, me="me@vm", after_s=60, clock=clock)
+        return jobs.jobs_fail_silent(answering=lambda names: answered, me="me@vm", after_s=60, clock=clock)
 
     assert sweep() == 0  # silent from now
     clock.now += 50
@@ -161,7 +161,7 @@ def test_no_job_is_failed_when_even_the_asking_worker_does_not_answer() -> None:
     clock = Clock()
     run = EvaluationRun.objects.create(config={}, status=JobStatus.RUNNING, worker=f"w-{uuid.uuid4().hex[:8]}@vm")
     for _ in range(3):  # pings are not getting through: nobody can be told gone
-        assert evaluations.jobs_fail_silent(answering=lambda names: set(), me="me@vm", after_s=1, clock=clock) == 0
+        assert jobs.jobs_fail_silent(answering=lambda names: set(), me="me@vm", after_s=1, clock=clock) == 0
         clock.now += 100
     run.refresh_from_db()
     assert run.status == JobStatus.RUNNING

@@ -1122,7 +1122,10 @@ export interface components {
             id: number;
             /** Max Concurrency */
             max_concurrency: number;
-            /** Message */
+            /**
+             * Message
+             * @description what it is doing, or why it ended as it did
+             */
             message: string;
             /** Name */
             name: string;
@@ -1130,13 +1133,21 @@ export interface components {
             pool_id: number;
             /** Pool Name */
             pool_name: string;
+            /**
+             * Progress
+             * @description 0 to 1
+             */
+            progress: number;
             /** Source */
             source: string;
             /** Spent Usd */
             spent_usd: number;
             /** Started At */
             started_at: string | null;
-            /** Status */
+            /**
+             * Status
+             * @description queued, running, succeeded, stopped (a collection's budget), failed or cancelled
+             */
             status: string;
         };
         /** CollectionPairIn */
@@ -1318,9 +1329,15 @@ export interface components {
             finished_at: string | null;
             /** Id */
             id: number;
-            /** Message */
+            /**
+             * Message
+             * @description what it is doing, or why it ended as it did
+             */
             message: string;
-            /** Progress */
+            /**
+             * Progress
+             * @description 0 to 1
+             */
             progress: number;
             /**
              * Report
@@ -1331,7 +1348,10 @@ export interface components {
             };
             /** Started At */
             started_at: string | null;
-            /** Status */
+            /**
+             * Status
+             * @description queued, running, succeeded, stopped (a collection's budget), failed or cancelled
+             */
             status: string;
         };
         /** EvaluationIn */
@@ -1470,13 +1490,22 @@ export interface components {
             finished_at: string | null;
             /** Id */
             id: number;
-            /** Message */
+            /**
+             * Message
+             * @description what it is doing, or why it ended as it did
+             */
             message: string;
-            /** Progress */
+            /**
+             * Progress
+             * @description 0 to 1
+             */
             progress: number;
             /** Started At */
             started_at: string | null;
-            /** Status */
+            /**
+             * Status
+             * @description queued, running, succeeded, stopped (a collection's budget), failed or cancelled
+             */
             status: string;
         };
         /** EventOut */
@@ -2513,17 +2542,26 @@ export interface components {
             id: number;
             /** Kind */
             kind: string;
-            /** Message */
+            /**
+             * Message
+             * @description what it is doing, or why it ended as it did
+             */
             message: string;
             /** Metrics */
             metrics: {
                 [key: string]: unknown;
             };
-            /** Progress */
+            /**
+             * Progress
+             * @description 0 to 1
+             */
             progress: number;
             /** Started At */
             started_at: string | null;
-            /** Status */
+            /**
+             * Status
+             * @description queued, running, succeeded, stopped (a collection's budget), failed or cancelled
+             */
             status: string;
         };
         /** TrainingJobIn */
@@ -2551,17 +2589,26 @@ export interface components {
             id: number;
             /** Kind */
             kind: string;
-            /** Message */
+            /**
+             * Message
+             * @description what it is doing, or why it ended as it did
+             */
             message: string;
             /** Metrics */
             metrics: {
                 [key: string]: unknown;
             };
-            /** Progress */
+            /**
+             * Progress
+             * @description 0 to 1
+             */
             progress: number;
             /** Started At */
             started_at: string | null;
-            /** Status */
+            /**
+             * Status
+             * @description queued, running, succeeded, stopped (a collection's budget), failed or cancelled
+             */
             status: string;
         };
         /** TreeOut */

@@ -1,5 +1,6 @@
-// Offline evaluations: start one (quick or full), watch it run, then read its Pareto plot,
-// metrics table and per-domain breakdown. Every number is from the evaluation's report.
+// Offline evaluations: start one (quick or full), choose one in the table of every
+// evaluation, watch it run, then read its Pareto plot, metrics table and per-domain
+// breakdown. Every number is from the evaluation's report.
 import { useQuery } from "@tanstack/react-query";
 import { useSearchParams } from "react-router";
 
@@ -7,8 +8,8 @@ import { fetchEvery, mayHeal } from "../api/client";
 import { keys } from "../api/queryKeys";
 import type { Evaluation } from "../api/types";
 import { ACTIVE } from "../components/JobForm";
+import { JobTable } from "../components/JobTable";
 import { Empty, ErrorText, Loading } from "../components/States";
-import { when } from "../lib/format";
 import { EvaluationView, presetOf } from "./evaluation/EvaluationView";
 import { StartForm } from "./evaluation/StartForm";
 import "./Evaluation.css";
@@ -32,34 +33,32 @@ export default function EvaluationPage() {
 
   return (
     <div className="evaluation-page stack">
-      <div className="row">
-        <h1>Evaluation</h1>
-        <span className="spacer" />
-        {list.data && list.data.items.length > 0 && (
-          <label className="inline">
-            Evaluation&nbsp;
-            <select value={chosenId ?? ""} onChange={(e) => select(Number(e.target.value))}>
-              {list.data.items.map((e) => (
-                <option key={e.id} value={e.id}>
-                  #{e.id} · {presetOf(e)} · {e.status} · {when(e.created_at)}
-                </option>
-              ))}
-            </select>
-          </label>
-        )}
-      </div>
+      <h1>Evaluation</h1>
       <StartForm onStarted={select} />
-      {list.isPending && <Loading what="Loading evaluations" />}
-      {list.isError && <ErrorText error={list.error} />}
-      {list.data && list.data.items.length === 0 && (
-        <Empty title="No evaluation yet">
-          <p>
-            An evaluation fits the learned policy and every baseline on recorded outcomes, then scores them on the same
-            held-out items. Start a quick one above (a subset of LLMRouter, under a minute) or a full one (several
-            minutes).
-          </p>
-        </Empty>
-      )}
+      <section className="panel" aria-label="Evaluations">
+        <h2>Evaluations</h2>
+        {list.isPending && <Loading what="Loading evaluations" />}
+        {list.isError && <ErrorText error={list.error} />}
+        {list.data && list.data.items.length === 0 && (
+          <Empty title="No evaluation yet">
+            <p>
+              An evaluation fits the learned policy and every baseline on recorded outcomes, then scores them on the
+              same held-out items. Start a quick one above (a subset of LLMRouter, under a minute) or a full one
+              (several minutes).
+            </p>
+          </Empty>
+        )}
+        {list.data && list.data.items.length > 0 && (
+          <JobTable
+            jobs={list.data.items}
+            label="Evaluations table"
+            noun="Evaluation"
+            columns={[{ header: "Preset", cell: presetOf }]}
+            selectedId={chosenId}
+            onSelect={select}
+          />
+        )}
+      </section>
       {chosenId !== null && <EvaluationView id={chosenId} />}
     </div>
   );

@@ -9,11 +9,12 @@ import type { TrainingProgress } from "../api/events";
 import { keys } from "../api/queryKeys";
 import type { TrainingJob } from "../api/types";
 import { ACTIVE } from "../components/JobForm";
+import { JobTable } from "../components/JobTable";
 import { Empty, ErrorText, Loading } from "../components/States";
 import { watchTrainingJob } from "../lib/trainingSocket";
 import { Checkpoints } from "./training/Checkpoints";
 import { JobCurves } from "./training/JobCurves";
-import { JobTable } from "./training/JobTable";
+import { KIND_LABEL } from "./training/config";
 import { StartForm } from "./training/StartForm";
 import "./Training.css";
 
@@ -98,7 +99,14 @@ export default function TrainingPage() {
           </Empty>
         )}
         {list.length > 0 && (
-          <JobTable jobs={list} selectedId={selectedId} onSelect={(id) => setParams({ job: String(id) })} />
+          <JobTable
+            jobs={list}
+            label="Training jobs"
+            noun="Job"
+            columns={[{ header: "Kind", cell: (job) => KIND_LABEL[job.kind] ?? job.kind }]}
+            selectedId={selectedId}
+            onSelect={(id) => setParams({ job: String(id) })}
+          />
         )}
       </section>
       {selectedId !== null && (

@@ -14,7 +14,7 @@ from tqdm import tqdm
 
 from studio import queues
 from studio.errors import ApplicationError
-from studio.models import COLLECTION_ACTIVE, Admissibility, ModelPool, Task, User
+from studio.models import JOB_ACTIVE, Admissibility, ModelPool, Task, User
 from studio.selectors.collections import cell_counts, collection_get
 from studio.services.collections import cells_progress, collection_create, collection_resume
 
@@ -114,7 +114,7 @@ class Command(BaseCommand):
                 _, done, _ = cells_progress(collection_id=collection_id)
                 progress.n = done
                 progress.set_postfix_str(f"${collection.spent_usd:.4f} of ${collection.budget_usd:g}", refresh=True)
-                if collection.status not in COLLECTION_ACTIVE:
+                if collection.status not in JOB_ACTIVE:
                     break
                 time.sleep(FOLLOW_EVERY_S)
         except KeyboardInterrupt:

@@ -36,7 +36,7 @@ class Command(BaseCommand):
         from orchestrator.errors import UsageError
         from orchestrator.evaluate import main, options
         from studio.services.evaluation_jobs import REFUSED, evaluate_into
-        from studio.services.evaluations import evaluation_fail
+        from studio.services.jobs import job_fail
 
         if {"-h", "--help"} & set(args):
             return main(["--help"])
@@ -44,7 +44,7 @@ class Command(BaseCommand):
         try:
             config, report, plot = options(args)
         except UsageError as error:
-            evaluation_fail(evaluation_id=run.pk, message=f"{REFUSED}{error}")
+            job_fail(EvaluationRun, run.pk, message=f"{REFUSED}{error}")
             code = 2
         else:
             code = evaluate_into(run.pk, config, report, plot)
