@@ -34,6 +34,7 @@ from studio.services.collections import (
     cells_progress,
     collection_end,
     collection_heartbeat,
+    collection_progress,
     collection_start,
     collection_status,
     collection_work,
@@ -146,7 +147,7 @@ def run_collection(collection_id: int, *, worker: str = "", threads: int = 64) -
             now = time.monotonic()
             if now - last_check >= CANCEL_CHECK_S:  # a cancel, seen at once when a cell was refused
                 last_check = now
-                cancelled = collection_status(collection_id=collection_id) != JobStatus.RUNNING
+                cancelled = collection_progress(collection_id=collection_id) != JobStatus.RUNNING
                 if cancelled:
                     for queue in queues.values():
                         queue.clear()

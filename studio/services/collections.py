@@ -322,13 +322,10 @@ def cells_finish(*, collection_id: int, results: Sequence[tuple[CellWork, CellRe
                     for work, result in todo
                 ],
             )  # fmt: skip
-        total, done, _ = cells_progress(collection_id=collection_id)
-        spent = collection.spent_usd + sum(costs.values(), Decimal(0))
-        job_progress(
-            Collection, collection_id, progress=done / max(1, total), message="collecting", spent_usd=spent,
-            heartbeat_at=now,
-        )  # fmt: skip
-    return spent
+        collection.spent_usd += sum(costs.values(), Decimal(0))
+        collection.heartbeat_at = now
+        collection.save(update_fields=["spent_usd", "heartbeat_at"])
+    return collection.spent_usd
 
 
 @transaction.atomic
@@ -341,7 +338,19 @@ def collection_end(*, collection_id: int, status: str, message: str = "") -> Non
     if status == JobStatus.SUCCEEDED and collection.calibrates:
         ModelPool.objects.filter(pk=collection.pool_id).update(calibration_source=collection.source)
         message = f"{message} The pool {collection.pool.name!r} now calibrates on {collection.source}.".strip()
-    job_end(Collection, collection_id, status=status, message=message, heartbeat_at=timezone.now())
+    total, done, _ = cells_progress(collection_id=collection_id)
+    job_end(
+        Collection, collection_id, status=status, message=message, progress=done / max(1, total),
+        heartbeat_at=timezone.now(),
+    )  # fmt: skip
+
+
+def collection_progress(*, collection_id: int) -> str:
+    """Record the share of a running collection's cells that ended (its runner calls this once
+    a second); returns its status, "" when it is gone."""
+    total, done, _ = cells_progress(collection_id=collection_id)
+    job_progress(Collection, collection_id, progress=done / max(1, total), message="collecting")
+    return collection_status(collection_id=collection_id)
 
 
 def collection_status(*, collection_id: int) -> str:

@@ -60,10 +60,11 @@ def job_start(model: type[J], job_id: int, *, worker: str = "", resumes: bool = 
 
 @transaction.atomic
 def job_progress(model: type[J], job_id: int, *, progress: float, message: str, **fields: Any) -> J | None:
-    """Record where a job is: a fraction in [0, 1] that never goes back, what it is doing, and
-    any of its own fields; None when it is gone."""
+    """Record where a queued or running job is: a fraction in [0, 1] that never goes back, what
+    it is doing, and any of its own fields. A report from a job that has ended (cancelled, or
+    given up for lost) changes nothing: None, as for a job that is gone."""
     job = _locked(model, job_id)
-    if job is None:
+    if job is None or job.status not in JOB_ACTIVE:
         return None
     job.progress, job.message = min(1.0, max(job.progress, progress)), message
     for name, value in fields.items():
@@ -88,7 +89,7 @@ def job_end(
         job.progress = 1.0
     for name, value in fields.items():
         setattr(job, name, value)
-    job.save(update_fields=["status", "message", "finished_at", "progress", *fields])
+    job.save(update_fields={"status", "message", "finished_at", "progress", *fields})
     job_notify(job)
     return job
 
@@ -111,7 +112,8 @@ def jobs_fail_on(worker: str, message: str) -> int:
     """Fail the training jobs and evaluations running on `worker` with `message`; how many."""
     failed = 0
     for model in FAILED_WITH_WORKER:
-        for job_id in model._default_manager.filter(status=JobStatus.RUNNING, worker=worker).values_list("pk", flat=True):
+        running = model._default_manager.filter(status=JobStatus.RUNNING, worker=worker)
+        for job_id in running.values_list("pk", flat=True):
             job_fail(model, job_id, message=message)
             failed += 1
     return failed

@@ -57,6 +57,9 @@ def test_a_failure_keeps_its_reason_and_a_late_success_is_kept(
     job_fail(model, job.pk, message="x" * 5000)
     job.refresh_from_db()
     assert (job.status, len(job.message)) == (JobStatus.FAILED, 2000)
+    assert job_progress(model, job.pk, progress=0.5, message="a report from a job given up") is None
+    job.refresh_from_db()
+    assert (job.progress, len(job.message)) == (0.0, 2000)
     assert job_end(model, job.pk, status=JobStatus.SUCCEEDED, message="finished") is None
     kept = job_end(model, job.pk, status=JobStatus.SUCCEEDED, message="finished", even_if_ended=True)
     assert kept is not None and (kept.status, kept.message) == (JobStatus.SUCCEEDED, "finished")
