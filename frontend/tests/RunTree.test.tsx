@@ -2,7 +2,8 @@ import { render, screen } from "@testing-library/react";
 import { describe, expect, it } from "vitest";
 
 import { RunTreeView } from "../src/components/RunTree";
-import { applyEvents, emptyTree, type LiveEvent } from "../src/lib/eventTree";
+import { applyEvents } from "../src/lib/eventTree";
+import { emptyTree, type LiveEvent } from "../src/lib/liveTree";
 
 let seq = 0;
 const e = (type: string, payload: Record<string, unknown>): LiveEvent => ({

@@ -2,15 +2,9 @@ import { describe, expect, it } from "vitest";
 
 import type { Tree } from "../src/api/types";
 import { questionOf } from "../src/lib/format";
-import {
-  applyEvents,
-  childrenOf,
-  emptyTree,
-  layoutTree,
-  rebase,
-  type LiveEvent,
-  type Placed,
-} from "../src/lib/eventTree";
+import { applyEvents, rebase } from "../src/lib/eventTree";
+import { emptyTree, type LiveEvent } from "../src/lib/liveTree";
+import { childrenOf, layoutTree, type Placed } from "../src/lib/treeLayout";
 
 let seq = 0;
 const e = (type: string, payload: Record<string, unknown>): LiveEvent => ({

@@ -2,7 +2,8 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 
 import type { RunEventMessage } from "../src/api/events";
 import type { EventPage } from "../src/api/types";
-import { backoffDelay, RunSocket, type ConnectionState, type SocketLike } from "../src/lib/runSocket";
+import { RunSocket } from "../src/lib/runSocket";
+import { backoffDelay, type ConnectionState, type SocketLike } from "../src/lib/runSocketOptions";
 
 class FakeSocket implements SocketLike {
   static all: FakeSocket[] = [];

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 
-import type { LiveTree } from "../src/lib/eventTree";
+import type { LiveTree } from "../src/lib/liveTree";
 import { appendDelta, forget, withStreaming, type RunDelta, type Streamed } from "../src/lib/streaming";
 
 const delta = (offset: number, text: string, attempt = 1, node = "root"): RunDelta => ({

@@ -5,7 +5,7 @@ import { act, screen, waitFor } from "@testing-library/react";
 import { afterEach, beforeEach, expect, it, vi } from "vitest";
 
 import type { RunEventMessage } from "../src/api/events";
-import { emptyTree } from "../src/lib/eventTree";
+import { emptyTree } from "../src/lib/liveTree";
 import { useLiveRun } from "../src/pages/liveRun/useLiveRun";
 import { renderAt, reply, stubFetch } from "./support";
 

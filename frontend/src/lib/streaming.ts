@@ -1,7 +1,7 @@
 // A call's text as the model writes it: the `kind: "delta"` messages of /ws/runs/<id>/
 // (studio/streaming.py), kept per node until the node's own events carry its output.
 import type { components } from "../api/messages";
-import type { LiveTree } from "./eventTree";
+import type { LiveTree } from "./liveTree";
 
 export type RunDelta = components["schemas"]["RunDelta"];
 

@@ -17,7 +17,7 @@ import "@xyflow/react/dist/style.css";
 import { memo, useEffect, useMemo } from "react";
 
 import type { TreeNode } from "../../api/types";
-import { layoutTree, NODE_HEIGHT, NODE_WIDTH, superseded } from "../../lib/eventTree";
+import { layoutTree, NODE_HEIGHT, NODE_WIDTH, superseded } from "../../lib/treeLayout";
 import type { RunTreeProps } from "../RunTree";
 import { hasChildren, NodeFacts, nodeClasses, openOnKey, preview, RecoveryMarks } from "./parts";
 

@@ -1,7 +1,7 @@
 // The tree as a nested list (narrow screens, screen readers); each node a button.
 import { useMemo } from "react";
 
-import { childrenOf, superseded } from "../../lib/eventTree";
+import { childrenOf, superseded } from "../../lib/treeLayout";
 import type { RunTreeProps } from "../RunTree";
 import { NodeFacts, nodeClasses, openOnKey, preview, RecoveryMarks } from "./parts";
 

@@ -3,7 +3,7 @@ import { useState } from "react";
 
 import type { RunEventMessage } from "../../api/events";
 import { Scrollable } from "../../components/Scrollable";
-import type { SocketStats } from "../../lib/runSocket";
+import type { SocketStats } from "../../lib/runSocketOptions";
 
 /** One line about an event: the node it is about, and what happened. */
 export function eventSummary(event: RunEventMessage): string {

@@ -1,7 +1,7 @@
 // The run's final answer, its verification and its totals, once it has ended.
 import { Scrollable } from "../../components/Scrollable";
-import type { LiveTree } from "../../lib/eventTree";
 import { plain, seconds, tokens, usd, when } from "../../lib/format";
+import type { LiveTree } from "../../lib/liveTree";
 
 export function Verification({ value }: { value: Record<string, unknown> }) {
   const entries = Object.entries(value ?? {});

@@ -9,8 +9,10 @@ import { api, fetchAll } from "../../api/client";
 import type { RunEventMessage } from "../../api/events";
 import { keys } from "../../api/queryKeys";
 import type { Endpoint, Tree } from "../../api/types";
-import { rebase, type LiveTree } from "../../lib/eventTree";
-import { RunSocket, type ConnectionState, type SocketStats } from "../../lib/runSocket";
+import { rebase } from "../../lib/eventTree";
+import type { LiveTree } from "../../lib/liveTree";
+import { RunSocket } from "../../lib/runSocket";
+import type { ConnectionState, SocketStats } from "../../lib/runSocketOptions";
 import { appendDelta, forget, withStreaming, type Streamed } from "../../lib/streaming";
 
 /** Events that change details the events themselves do not carry (attempt rows, rolled-up totals). */
