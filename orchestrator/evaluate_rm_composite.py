@@ -62,9 +62,9 @@ from pathlib import Path
 
 from orchestrator import cli
 from orchestrator.evaluate_composite import add_draw_arguments
-from orchestrator.evaluate_rm_composite_report import report
-from orchestrator.evaluate_rm_composite_seed import run_seed
 from orchestrator.offline.composites import ASSUMPTIONS
+from orchestrator.offline.rm_composite_report import report
+from orchestrator.offline.rm_composite_seed import run_seed
 from orchestrator.outcomes import read_prices
 from orchestrator.routing.table import default_prices, load_routable
 from orchestrator.train_rm import RMConfig

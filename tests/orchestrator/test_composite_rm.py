@@ -102,7 +102,7 @@ def test_no_one_part_pair_where_every_pair_agrees_on_every_part() -> None:
 
 def test_the_evaluation_reports_held_out_pairs_and_best_of_n(tmp_path, capsys) -> None:
     from orchestrator.evaluate_rm_composite import main
-    from orchestrator.evaluate_rm_composite_seed import LINES
+    from orchestrator.offline.rm_composite_seed import LINES
 
     path, prices = mixed_files(tmp_path, 60, m2=lambda k: float(k % 3 != 0))
     policy = tmp_path / "policy.json"
@@ -143,7 +143,7 @@ def test_the_evaluation_reports_held_out_pairs_and_best_of_n(tmp_path, capsys) -
 
 
 def test_the_best_of_cost_weight_holds_the_picks_at_the_policys_own_plans_cost() -> None:
-    from orchestrator.evaluate_rm_composite_lines import fit_best_of_cost
+    from orchestrator.offline.rm_composite_lines import fit_best_of_cost
 
     t = mixed_table(40)
     costing = CompositeCosting(t, planner_price=PRICE)
@@ -160,7 +160,7 @@ def test_the_best_of_cost_weight_holds_the_picks_at_the_policys_own_plans_cost()
 
 
 def test_ranked_right_counts_the_pairs_an_estimate_orders_right_first() -> None:
-    from orchestrator.evaluate_rm_composite_lines import ranked_right
+    from orchestrator.offline.rm_composite_lines import ranked_right
     from orchestrator.reward.pairs import TablePairs
 
     pairs = TablePairs(np.array([0, 0, 1]), np.array([0, 1, 2]), np.array([2, 2, 0]), np.array(["c"] * 3))
@@ -170,7 +170,7 @@ def test_ranked_right_counts_the_pairs_an_estimate_orders_right_first() -> None:
 
 
 def test_the_budget_shrinks_until_the_picks_execute_within_the_reference() -> None:
-    from orchestrator.evaluate_rm_composite_candidates import budget_scale
+    from orchestrator.offline.rm_composite_candidates import budget_scale
 
     # Two candidates per composite; the better-scored one is estimated at 1.0 and executes at
     # 1.2, the other at 1.0 both ways. The reference executes at 1.1.

@@ -10,9 +10,9 @@ from typing import Any
 import numpy as np
 
 from orchestrator.evaluate_rm import mean_sd
-from orchestrator.evaluate_rm_composite_lines import LIVE
-from orchestrator.evaluate_rm_composite_seed import GAINS, LINES
 from orchestrator.offline.composites import ASSUMPTIONS
+from orchestrator.offline.rm_composite_lines import LIVE
+from orchestrator.offline.rm_composite_seed import GAINS, LINES
 
 
 def report(results: list[dict[str, Any]], args: argparse.Namespace) -> None:

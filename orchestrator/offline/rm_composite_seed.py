@@ -26,7 +26,8 @@ from orchestrator.composite.rm import (
     pair_tensors,
 )
 from orchestrator.evaluate_rm import held_out_pairs
-from orchestrator.evaluate_rm_composite_candidates import (
+from orchestrator.learning.features import PAIR_DIM, task_features
+from orchestrator.offline.rm_composite_candidates import (
     Candidates,
     Judge,
     Sampler,
@@ -34,8 +35,7 @@ from orchestrator.evaluate_rm_composite_candidates import (
     budget_scale,
     spend_of,
 )
-from orchestrator.evaluate_rm_composite_lines import discrimination_lines, fit_best_of_cost, live_lines
-from orchestrator.learning.features import PAIR_DIM, task_features
+from orchestrator.offline.rm_composite_lines import discrimination_lines, fit_best_of_cost, live_lines
 from orchestrator.reward.bestofn import select_matched
 from orchestrator.reward.features import table_plan_features
 from orchestrator.reward.model import RewardNet

@@ -17,8 +17,8 @@ from orchestrator.composite.build import Composite
 from orchestrator.composite.learned import LearnedComposite
 from orchestrator.composite.outcome import CompositeCosting, Plan
 from orchestrator.composite.rm import LeafEstimates, node_scores, plan_features
-from orchestrator.evaluate_rm_composite_candidates import Candidates, budget_scale, flattened
 from orchestrator.offline.composite_shell import route_composites
+from orchestrator.offline.rm_composite_candidates import Candidates, budget_scale, flattened
 from orchestrator.reward.bestofn import select_matched
 from orchestrator.reward.model import RewardNet, save_reward_model
 from orchestrator.reward.pairs import RIGHT, TablePairs, correct_over_incorrect
