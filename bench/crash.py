@@ -46,7 +46,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.harness import (  # noqa: E402
-    DATA_DIR,
     TERMINAL,
     BenchEnvironment,
     add_broker_argument,
@@ -59,6 +58,7 @@ from bench.harness import (  # noqa: E402
     verdict,
     wait_runs,
 )
+from bench.paths import DATA_DIR  # noqa: E402
 
 
 @dataclass

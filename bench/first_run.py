@@ -32,7 +32,7 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.harness import free_port  # noqa: E402
+from bench.processes import free_port  # noqa: E402
 
 DATA_DIR = Path(os.environ.get("BENCH_DATA_DIR", ROOT / ".data" / "first-run")).resolve()
 GOAL_S = 60.0

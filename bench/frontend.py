@@ -29,18 +29,17 @@ if TYPE_CHECKING:
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.harness import (  # noqa: E402
-    ROOT,
     bench_environment,
     bench_user,
     code_version,
     composite_tasks,
-    free_port,
     load_average,
     replay_pool,
-    start_server,
     verdict,
     wait_runs,
 )
+from bench.paths import ROOT  # noqa: E402
+from bench.processes import free_port, start_server  # noqa: E402
 
 BUNDLE_GOAL_KB = 400.0
 DIST = ROOT / "frontend" / "dist"

@@ -21,29 +21,30 @@ probes read from the environment (see that module).
 
 Measuring (load, commit, percentiles, CPU meters) is in bench/measure.py, and the replayed
 workload (the replay pool, composite tasks, waiting for runs) in bench/workload.py; this
-module re-exports their names, which the bench scripts import from here.
+module re-exports their names, which the bench scripts import from here. The child processes
+(`Worker`, `start_server`, `free_port`) are in bench/processes.py, and ROOT and DATA_DIR in
+bench/paths.py; the bench scripts import those from there.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import ctypes
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from types import FrameType
 from typing import Any
 from urllib.parse import urlsplit
 
 from bench.measure import CpuMeter, code_version, load_average, percentile, process_tree, verdict
+from bench.paths import DATA_DIR, ROOT
+from bench.processes import Worker
 from bench.workload import (
     REPLAY_POOL,
     REPLAY_SOURCE,
@@ -56,115 +57,24 @@ from bench.workload import (
 )
 
 __all__ = [
-    "DATA_DIR",
     "REPLAY_POOL",
     "REPLAY_SOURCE",
-    "ROOT",
     "add_broker_argument",
     "TERMINAL",
     "BenchEnvironment",
     "CpuMeter",
-    "Worker",
     "bench_environment",
     "bench_user",
     "code_version",
     "composite_tasks",
     "forget_pool",
-    "free_port",
     "load_average",
     "percentile",
     "process_tree",
     "replay_pool",
-    "start_server",
     "verdict",
     "wait_runs",
 ]
-
-ROOT = Path(__file__).resolve().parents[1]
-# BENCH_DATA_DIR: another folder for the embedded services and logs, so that two benches
-# running at once do not share (and flush) one Redis.
-DATA_DIR = Path(os.environ.get("BENCH_DATA_DIR") or ROOT / ".data" / "bench").resolve()
-PR_SET_PDEATHSIG = 1
-
-
-def _die_with_parent() -> Callable[[], None]:
-    libc = ctypes.CDLL(None, use_errno=True)
-
-    def set_pdeathsig() -> None:
-        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
-
-    return set_pdeathsig
-
-
-@dataclass
-class Worker:
-    """One `celery worker` process group (its main process and its pool children)."""
-
-    name: str
-    pool: str
-    concurrency: int
-    queues: str
-    env: dict[str, str]
-    log_path: Path
-    process: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        command = [
-            sys.executable, "-m", "celery", "-A", "bench.celery_app", "worker", "-Q", self.queues,
-            "--pool", self.pool, "--concurrency", str(self.concurrency), "-n", f"{self.name}@%h",
-            "--loglevel", "WARNING", "--without-mingle", "--without-gossip",
-        ]  # fmt: skip
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        with self.log_path.open("ab") as log:
-            self.process = subprocess.Popen(
-                command,
-                cwd=ROOT,
-                env=self.env,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,  # its own process group: one killpg reaches the children
-                preexec_fn=_die_with_parent(),
-            )
-
-    @property
-    def running(self) -> bool:
-        return self.process is not None and self.process.poll() is None
-
-    def pids(self) -> list[int]:
-        import psutil
-
-        if not self.running:
-            return []
-        assert self.process is not None
-        try:
-            root = psutil.Process(self.process.pid)
-            return [root.pid, *(child.pid for child in root.children(recursive=True))]
-        except psutil.NoSuchProcess:
-            return []
-
-    def kill(self) -> None:
-        """SIGKILL the whole worker: the main process and every pool child, at once."""
-        if self.process is None:
-            return
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.process.pid, signal.SIGKILL)
-        self.process.wait()
-
-    def stop(self, grace_s: float = 10.0) -> None:
-        """Warm shutdown (SIGTERM to the main process, which lets the pool finish its tasks),
-        then SIGKILL to the whole group if it is not gone within `grace_s`."""
-        if not self.running:
-            return
-        assert self.process is not None
-        with contextlib.suppress(ProcessLookupError):
-            self.process.send_signal(signal.SIGTERM)
-        try:
-            self.process.wait(timeout=grace_s)
-        except subprocess.TimeoutExpired:
-            self.kill()
-        # Pool children outliving their parent are killed with the group.
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.process.pid, signal.SIGKILL)
 
 
 @dataclass
@@ -415,30 +325,3 @@ def bench_environment(broker: str | None = None) -> Iterator[BenchEnvironment]:
         connections.close_all()
         services.stop()
         signal.signal(signal.SIGTERM, previous)
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-def start_server(bench: BenchEnvironment, port: int) -> subprocess.Popen[bytes]:
-    (DATA_DIR / "logs").mkdir(parents=True, exist_ok=True)
-    log = (DATA_DIR / "logs" / "uvicorn.log").open("ab")
-    command = [
-        sys.executable, "-m", "uvicorn", "studio.asgi:application", "--host", "127.0.0.1",
-        "--port", str(port), "--lifespan", "off", "--log-level", "warning",
-    ]  # fmt: skip
-    process = subprocess.Popen(command, cwd=ROOT, env=bench.env, stdout=log, stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"uvicorn exited ({process.returncode}); see {log.name}")
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            return process
-        except OSError:
-            time.sleep(0.1)
-    process.kill()
-    raise RuntimeError("uvicorn did not listen within 60 s")

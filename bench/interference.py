@@ -72,7 +72,7 @@ def served(args: argparse.Namespace) -> Iterator[tuple[str, str]]:
     if args.url:
         yield args.url, args.model
         return
-    from bench.harness import free_port
+    from bench.processes import free_port
     from providers import local_server as support
     from providers.local_model import Server, shipped_file
 

@@ -42,15 +42,14 @@ from bench.harness import (  # noqa: E402
     bench_user,
     code_version,
     composite_tasks,
-    free_port,
     load_average,
     percentile,
     process_tree,
     replay_pool,
-    start_server,
     verdict,
     wait_runs,
 )
+from bench.processes import free_port, start_server  # noqa: E402
 
 P95_GOAL_MS = 250.0
 

@@ -57,9 +57,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.harness import bench_environment, bench_user, forget_pool, free_port, start_server  # noqa: E402
+from bench.harness import bench_environment, bench_user, forget_pool  # noqa: E402
 from bench.measure import code_version, load_average, verdict  # noqa: E402
 from bench.parity import restore_default  # noqa: E402
+from bench.processes import free_port, start_server  # noqa: E402
 from bench.synthetic_loop import Studio, check_checkpoint, default_checkpoint, macro  # noqa: E402
 
 POOL = "local-loop"

@@ -11,12 +11,12 @@ a pool of that server made as `manage.py bootstrap` makes the demo pool's local 
    temperature 0): time to first token, and tokens per second after it (the server
    sends a chunk per token: chunks over the time from the first token to the last).
 2. **Throughput at each concurrency**, every request the same question ("Name three colours."),
-   directly (`openai` client to the server), through LiteLLM Proxy (bench/gateway.py's, in its
-   own virtual environment, with this server as its one model) and through Orchestra's `/v1`
-   (model `orchestra`, the default policy, the pool of the local endpoint only): requests per
-   second, completion tokens per second, p50 / p95 latency, errors. The model samples, and
-   /v1 passes no `max_tokens`, so answers differ in length from call to call: the routes'
-   latencies do not compare, only their overheads do.
+   directly (`openai` client to the server), through LiteLLM Proxy (bench/gateway.py's, from
+   bench/litellm_proxy.py, in its own virtual environment, with this server as its one model)
+   and through Orchestra's `/v1` (model `orchestra`, the default policy, the pool of the local
+   endpoint only): requests per second, completion tokens per second, p50 / p95 latency,
+   errors. The model samples, and /v1 passes no `max_tokens`, so answers differ in length from
+   call to call: the routes' latencies do not compare, only their overheads do.
 3. **Each gateway's overhead**: for each request, the client's latency less the model call's
    own time as the gateway measured it. For /v1, the run's attempts' `latency_s` (the
    provider call inside the studio, through litellm's OpenAI-compatible provider). For the
@@ -49,12 +49,11 @@ from bench.harness import (  # noqa: E402
     bench_user,
     code_version,
     forget_pool,
-    free_port,
     load_average,
     percentile,
-    start_server,
     verdict,
 )
+from bench.processes import free_port, start_server  # noqa: E402
 
 POOL = "bench-local-model"
 QUESTION = "Name three colours."
@@ -245,11 +244,12 @@ def main() -> int:
     print(f"Local model bench: SmolLM2-135M-Instruct (Q4_1 GGUF) under llama.cpp's server, {args.threads} thread(s); "
           f"concurrency {', '.join(map(str, concurrencies))}, {args.requests} requests each.\n"
           f"Start: {load_average()}; {code_version()}", flush=True)  # fmt: skip
-    from bench import gateway
+    from bench.litellm_proxy import install_proxy, start_proxy
+    from bench.processes import stop
     from providers import local_server as support
     from providers.local_model import Server, check, shipped_file
 
-    script, proxy_problem = gateway.install_proxy() if not args.skip_proxy else (None, "--skip-proxy")
+    script, proxy_problem = install_proxy() if not args.skip_proxy else (None, "--skip-proxy")
 
     spec = Server(file=shipped_file(), name="smollm2", host="127.0.0.1", port=free_port(), threads=args.threads,
                   context=2048)  # fmt: skip
@@ -278,11 +278,11 @@ def main() -> int:
             bench.wait_workers_ready([worker])
             port = free_port()
             server = start_server(bench, port)
-            stack.callback(gateway.stop, server, group=False, grace_s=15)
+            stack.callback(stop, server, group=False, grace_s=15)
             token = token_create(user=bench_user(), name=f"local-model-{time.time_ns()}")[1]
             routes = {"direct": direct_ask(spec.url)}
             if script is not None:
-                proxy, proxy_problem = gateway.start_proxy(script, proxy_config(spec.url), stack)
+                proxy, proxy_problem = start_proxy(script, proxy_config(spec.url), stack)
                 if proxy is not None:
                     routes["litellm-proxy"] = proxy_ask(f"http://127.0.0.1:{proxy.port}/v1", proxy.key)
             if "litellm-proxy" not in routes:

@@ -46,18 +46,16 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.harness import (  # noqa: E402
-    DATA_DIR,
     REPLAY_POOL,
-    ROOT,
     bench_environment,
     bench_user,
     code_version,
-    free_port,
     load_average,
     replay_pool,
-    start_server,
     verdict,
 )
+from bench.paths import DATA_DIR, ROOT  # noqa: E402
+from bench.processes import free_port, start_server  # noqa: E402
 
 if TYPE_CHECKING:
     from orchestrator.routing.table import OutcomeTable

@@ -47,10 +47,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.crash import Damage, assess, read_call_log  # noqa: E402
 from bench.harness import (  # noqa: E402
-    DATA_DIR,
     TERMINAL,
     BenchEnvironment,
-    Worker,
     add_broker_argument,
     bench_environment,
     bench_user,
@@ -60,6 +58,8 @@ from bench.harness import (  # noqa: E402
     replay_pool,
     verdict,
 )
+from bench.paths import DATA_DIR  # noqa: E402
+from bench.processes import Worker  # noqa: E402
 from studio.settings.env import broker_kind  # noqa: E402
 
 LOG_LINE = re.compile(r"\b(WARNING|ERROR|CRITICAL)\b.*?:\s*(.*)")

@@ -45,7 +45,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.harness import ROOT, code_version, free_port, load_average, percentile, verdict  # noqa: E402
+from bench.harness import code_version, load_average, percentile, verdict  # noqa: E402
+from bench.paths import ROOT  # noqa: E402
+from bench.processes import free_port  # noqa: E402
 from bench.soak_stack import ConnectionSampler, Stack, process_label, studio_up  # noqa: E402
 
 P95_DRIFT = 0.20  # p95 at the end may be at most this much above p95 at the start

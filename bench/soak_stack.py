@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.harness import ROOT
+from bench.paths import ROOT
 
 DATA_DIR = Path(os.environ.get("BENCH_DATA_DIR") or ROOT / ".data" / "soak").resolve()
 UP_TIMEOUT_S = 300

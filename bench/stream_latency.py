@@ -30,12 +30,11 @@ from bench.harness import (  # noqa: E402
     bench_environment,
     bench_user,
     code_version,
-    free_port,
     load_average,
     percentile,
-    start_server,
     verdict,
 )
+from bench.processes import free_port, start_server  # noqa: E402
 
 P95_GOAL_MS = 100.0
 

@@ -56,12 +56,11 @@ from bench.harness import (  # noqa: E402
     bench_user,
     code_version,
     forget_pool,
-    free_port,
     load_average,
-    start_server,
     verdict,
 )
 from bench.parity import restore_default  # noqa: E402
+from bench.processes import free_port, start_server  # noqa: E402
 
 POOL = "synthetic-loop"
 TERMINAL = {"succeeded", "failed", "cancelled", "stopped"}
@@ -113,7 +112,7 @@ def import_pool(base_url: str) -> int:
     from workers.synthetic_pool import DEFAULT_CONFIG, KEY_ENV, litellm_config
 
     forget_pool(POOL)
-    from bench.harness import DATA_DIR
+    from bench.paths import DATA_DIR
 
     DATA_DIR.mkdir(parents=True, exist_ok=True)
     path = DATA_DIR / "synthetic-loop-litellm.yaml"

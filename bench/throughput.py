@@ -32,7 +32,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.harness import (  # noqa: E402
-    DATA_DIR,
     REPLAY_SOURCE,
     BenchEnvironment,
     CpuMeter,
@@ -46,6 +45,7 @@ from bench.harness import (  # noqa: E402
     verdict,
     wait_runs,
 )
+from bench.paths import DATA_DIR  # noqa: E402
 
 GOAL_PER_S = 200.0
 
