@@ -3,6 +3,7 @@ migration order between hosts, and a web host and a worker host serving a run ov
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -16,10 +17,12 @@ from typing import Any
 
 import psycopg
 import pytest
-from django.core.management.base import CommandError
+from django.core.management.base import CommandError, OutputWrapper
 
 from providers.ports import free_port
-from studio.management.commands.up import MIGRATION_LOCK, loopback, migration_lock, plan_check
+from studio.up.database import MIGRATION_LOCK, migration_lock
+from studio.up.model_server import local_model_plan
+from studio.up.plan import loopback, plan_check
 from tests.studio.test_up import client
 from tests.support.databases import scratch_database
 from tests.support.rabbitmq import rabbitmq_url
@@ -263,16 +266,14 @@ def test_a_web_host_and_a_worker_host_serve_a_run_over_rabbitmq(tmp_path: Path) 
 def test_up_starts_its_own_model_unless_the_environment_names_one(settings) -> None:
     """A URL adopted from the services file of a killed `up` (studio.settings.dev) is not a server
     the user runs: `up` starts its own. One the environment names is used as it is."""
-    from studio.management.commands.up import Command
-
-    command = Command()
+    stdout = OutputWrapper(io.StringIO())
     settings.ORCHESTRA_LOCAL_MODEL = True
     settings.ORCHESTRA_LOCAL_MODEL_URL, settings.ORCHESTRA_LOCAL_MODEL_URL_GIVEN = "http://127.0.0.1:9/v1", False
-    server = command._local_model_plan(plan_check(options()))
+    server = local_model_plan(plan_check(options()), stdout)
     assert server is not None and server.url != "http://127.0.0.1:9/v1" and server.name == "smollm2"
     settings.ORCHESTRA_LOCAL_MODEL_URL_GIVEN = True
-    assert command._local_model_plan(plan_check(options())) is None
+    assert local_model_plan(plan_check(options()), stdout) is None
     settings.ORCHESTRA_LOCAL_MODEL_URL_GIVEN, settings.ORCHESTRA_LOCAL_MODEL = False, False
-    assert command._local_model_plan(plan_check(options())) is None
+    assert local_model_plan(plan_check(options()), stdout) is None
     settings.ORCHESTRA_LOCAL_MODEL = True
-    assert command._local_model_plan(plan_check(options(role="web"))) is None  # a web host starts none
+    assert local_model_plan(plan_check(options(role="web")), stdout) is None  # a web host starts none
