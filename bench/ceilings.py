@@ -49,7 +49,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from orchestrator.learning.features import answer_key  # noqa: E402
+from orchestrator.learning.responses import answer_key  # noqa: E402
 from orchestrator.routing.metrics import hull_value, nondecreasing_hull  # noqa: E402
 from orchestrator.routing.table import OutcomeTable, load_table, split_table  # noqa: E402
 

@@ -109,7 +109,7 @@ def import_pool(base_url: str) -> int:
     from django.core.management import call_command
 
     from studio.models import ModelPool
-    from workers.synthetic_pool import DEFAULT_CONFIG, KEY_ENV, litellm_config
+    from workers.synthetic_config import DEFAULT_CONFIG, KEY_ENV, litellm_config
 
     forget_pool(POOL)
     from bench.paths import DATA_DIR
@@ -212,7 +212,8 @@ def main() -> int:
     )
     from orchestrator.benchmark_tasks import benchmark_tasks
     from workers.synthetic_answers import ItemIndex
-    from workers.synthetic_pool import DEFAULT_CONFIG, SyntheticPool
+    from workers.synthetic_config import DEFAULT_CONFIG
+    from workers.synthetic_pool import SyntheticPool
 
     specs = {name: benchmark_tasks(name, per + args.test, seed=args.seed) for name in benchmarks}
     held_out = [spec for name in benchmarks for spec in specs[name][per:]]

@@ -15,9 +15,10 @@ connection between polls. A database that cannot be reached is a 503 (code
 
 This module is the HTTP layer: the bearer token, the status codes and the event stream's
 framing. `studio.openai_schemas` parses the request body; `studio.services.chat` reads the
-conversation, writes the task and the run, waits for the run and builds the completion and
-its chunks; `studio.selectors.chat` reads the models, the pool and the ended run;
-`studio.openai_errors` has the errors and their responses.
+conversation and writes the task and the run; `studio.services.chat_wait` waits for the run;
+`studio.services.chat_completion` builds the completion and its chunks; `studio.selectors.chat`
+reads the models, the pool and the ended run; `studio.openai_errors` has the errors and their
+responses.
 """
 
 from __future__ import annotations
@@ -46,16 +47,9 @@ from studio.openai_errors import (
     run_timed_out,
 )
 from studio.selectors.chat import model_card, model_ids, policy_of
-from studio.services.chat import (
-    Completion,
-    Event,
-    bearer_user,
-    chat_start,
-    completion_events,
-    fast_ended,
-    run_wait,
-    wait_limit_s,
-)
+from studio.services.chat import bearer_user, chat_start
+from studio.services.chat_completion import Completion, Event, completion_events
+from studio.services.chat_wait import fast_ended, run_wait, wait_limit_s
 from studio.services.fast_path import fast_streamed
 from studio.unavailable import DATABASE_ERRORS
 

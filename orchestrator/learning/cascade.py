@@ -151,7 +151,7 @@ def fit_gates(
     lams: Sequence[float], max_steps: int,
 ) -> dict[float, dict[str, Choice]]:  # fmt: skip
     """The gate at each λ, per benchmark, on training items' recorded outcomes (`batch` with them)."""
-    from orchestrator.learning.features import answer_key
+    from orchestrator.learning.responses import answer_key
 
     assert batch.score is not None and batch.cost is not None
     score, cost = batch.score.double().numpy(), batch.cost.double().numpy()

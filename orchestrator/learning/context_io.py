@@ -16,8 +16,9 @@ from typing import Any
 import numpy as np
 import torch
 
+from orchestrator.learning.calibration import Calibration, ItemPredictor
 from orchestrator.learning.dataset import PoolContext
-from orchestrator.learning.features import Calibration, ItemPredictor, PairInfo
+from orchestrator.learning.features import PairInfo
 
 ARRAYS = ("embeddings", "score", "global_acc", "domain_acc", "domain_cost")
 PREDICTOR = ("weight", "bias", "pair", "pair_bias")

@@ -14,19 +14,10 @@ from dataclasses import dataclass, replace
 import numpy as np
 import torch
 
+from orchestrator.learning.calibration import Calibration, calibrate, known_domains, pair_features
 from orchestrator.learning.episode import EpisodeBatch
-from orchestrator.learning.features import (
-    Calibration,
-    PairInfo,
-    answer_key,
-    calibrate,
-    domain_indices,
-    known_domains,
-    pair_features,
-    pair_infos,
-    response_surface,
-    task_features,
-)
+from orchestrator.learning.features import PairInfo, domain_indices, pair_infos, task_features
+from orchestrator.learning.responses import answer_key, response_surface
 from orchestrator.routing.table import OutcomeTable
 
 Embedder = Callable[[list[str]], np.ndarray]
@@ -56,7 +47,7 @@ def make_context(
 ) -> PoolContext:
     """Calibrate a pool on the outcomes of `calib_table` (whose rows `embeddings` embed).
 
-    `predictor=False`: the per-item accuracy is the plain kNN one (see `features.calibrate`).
+    `predictor=False`: the per-item accuracy is the plain kNN one (see `calibration.calibrate`).
     """
     calibration = calibrate(embeddings, calib_table.domains, calib_table.score, calib_table.cost, predictor=predictor)
     infos = pair_infos(calib_table.pairs, prices)

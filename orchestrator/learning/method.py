@@ -26,10 +26,10 @@ from orchestrator.learning.dataset import Embedder, PoolContext, default_embedde
 from orchestrator.learning.decompose import DecomposeConfig
 from orchestrator.learning.ensemble import UnseenConfig
 from orchestrator.learning.episode import EpisodeBatch, preset_bound, rollout
-from orchestrator.learning.features import answer_key, response_surface
 from orchestrator.learning.fit import train_network
 from orchestrator.learning.holdout import Holdout, HoldoutConfig, hold_out
 from orchestrator.learning.model import PolicyConfig, PolicyNet
+from orchestrator.learning.responses import answer_key, response_surface
 from orchestrator.learning.rl import RLConfig
 from orchestrator.learning.sft import SFTConfig
 from orchestrator.outcomes import read_prices

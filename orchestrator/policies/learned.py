@@ -54,6 +54,7 @@ from orchestrator.core.envelope import TRANSIENT_ERRORS
 from orchestrator.core.items import leaves
 from orchestrator.core.protocol import Accept, Action, Decompose, NodeView, Observation, Pair, PairRef, Repair, Solve
 from orchestrator.filecache import load_once
+from orchestrator.learning.calibration import item_accuracy, known_domains
 from orchestrator.learning.episode import (
     BEST_UPTO,
     CEILING_FROM,
@@ -63,7 +64,7 @@ from orchestrator.learning.episode import (
     reliability,
     step_logits,
 )
-from orchestrator.learning.features import item_accuracy, known_domains, task_features
+from orchestrator.learning.features import task_features
 from orchestrator.policies import learned_best_of, register
 from orchestrator.policies.default import DefaultConfig, DefaultPolicy
 from orchestrator.policies.learned_calibration import calibration_context

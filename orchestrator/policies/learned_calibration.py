@@ -16,7 +16,7 @@ present and are not read. A model's `replay/` prefix is dropped, as the policy d
 from the pool's pairs.
 
 The engine makes a policy at every step of a run, and several runs share a pool, while
-`make_context` embeds every probe prompt and, from `features.MF_MIN_ITEMS` items on, fits
+`make_context` embeds every probe prompt and, from `learning.calibration.MF_MIN_ITEMS` items on, fits
 a predictor (seconds): a context is built once per process for the same records and
 embedder. The records are checked and hashed only when the context is built: a caller that
 can name their version cheaply (the studio: `calibration_key`) spares every later step even

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from orchestrator.core.envelope import TRANSIENT_ERRORS
 from orchestrator.core.protocol import Accept, Action, NodeView, Observation, PairRef, Solve
 from orchestrator.learning.cascade import CascadePlan, Choice, run_cascade
-from orchestrator.learning.features import answer_key
+from orchestrator.learning.responses import answer_key
 from orchestrator.policies.learned_episodes import fresh_request, plan_cascades
 
 if TYPE_CHECKING:

@@ -27,17 +27,11 @@ import torch
 
 from orchestrator.composite.items import node_items
 from orchestrator.core.protocol import NodeView, Observation, Pair, PairRef
+from orchestrator.learning.calibration import known_domains
 from orchestrator.learning.cascade import CascadePlan, plan_from_scores
 from orchestrator.learning.episode import EpisodeBatch, preset_bound, reliability, step_logits
-from orchestrator.learning.features import (
-    PairInfo,
-    answer_key,
-    assemble_pair_features,
-    domain_indices,
-    known_domains,
-    response_surface,
-    task_features,
-)
+from orchestrator.learning.features import PairInfo, assemble_pair_features, domain_indices, task_features
+from orchestrator.learning.responses import answer_key, response_surface
 
 if TYPE_CHECKING:
     from orchestrator.policies.learned import LearnedPolicy
@@ -140,7 +134,7 @@ def node_episodes(
     # A bare text (no domain given) takes its neighbours' domain.
     domains = known_domains(calib, embeddings, [node.domain or observation.domain for node, observation, _ in requests])
     dom = domain_indices(domains)
-    acc_all = calib.domain_acc[dom]  # [n, p]: computed as `features.pair_features` does
+    acc_all = calib.domain_acc[dom]  # [n, p]: computed as `learning.calibration.pair_features` does
     knn_all = accuracy(texts, domains, embeddings, acc_all)
     layouts = []
     made: dict[tuple[int, frozenset[PairRef]], Layout] = {}  # runs in lockstep share their pool's pairs

@@ -14,10 +14,11 @@ from typing import Any
 import numpy as np
 
 from orchestrator.embedding import EMBEDDING_DIM
+from orchestrator.learning.calibration import Calibration
 from orchestrator.learning.cascade import gates_from_payload
 from orchestrator.learning.context_io import context_from_payload
 from orchestrator.learning.dataset import PoolContext
-from orchestrator.learning.features import Calibration, pair_infos
+from orchestrator.learning.features import pair_infos
 from orchestrator.learning.model import PolicyNet, load_checkpoint
 from orchestrator.learning.sft import SFTConfig
 from orchestrator.policies import COST_PRESETS

@@ -23,7 +23,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from orchestrator.learning.features import answer_key, domain_indices
+from orchestrator.learning.features import domain_indices
+from orchestrator.learning.responses import answer_key
 from orchestrator.outcomes import DOMAINS
 from orchestrator.routing.metrics import macro_accuracy
 from orchestrator.routing.table import OutcomeTable

@@ -1,8 +1,9 @@
 """Plan features for OrchRM: each node's pair descriptor, the DAG's shape and the estimated cost.
 
-A node's pair is described as the policy describes it (`learning.features`): log prices,
-size and family, the primitive, and calibration statistics from the training pool,
-including the per-item accuracy estimate for the task at hand. A plan is the mean of its
+A node's pair is described as the policy describes it (`learning.features`,
+`learning.calibration`): log prices, size and family, the primitive, and calibration
+statistics from the training pool, including the per-item accuracy estimate for the task
+at hand. A plan is the mean of its
 nodes' descriptors, the weakest node's estimated accuracy, its size, depth, whether it
 decomposes, and its estimated cost. A pair the pool never saw gets its static features
 and the pool's mean statistics. With an `AccuracyPrior` (`reward.prior`), the per-item
@@ -19,16 +20,14 @@ from typing import Any
 import numpy as np
 import torch
 
+from orchestrator.learning.calibration import Calibration, ItemPredictor, item_accuracy
 from orchestrator.learning.dataset import PoolContext
 from orchestrator.learning.features import (
     PAIR_DIM,
     STATIC_DIM,
-    Calibration,
-    ItemPredictor,
     PairInfo,
     assemble_pair_features,
     domain_indices,
-    item_accuracy,
     task_features,
 )
 from orchestrator.reward.plans import Plan

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from orchestrator.configs import STRICT_KEYS, Fraction, NonNegativeInt, Positive
-from orchestrator.learning.features import answer_key
+from orchestrator.learning.responses import answer_key
 from orchestrator.routing.table import OutcomeTable
 
 SOURCES = ("correct_over_incorrect", "cheaper_correct", "specialized_over_base", "node_level")

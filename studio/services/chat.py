@@ -1,57 +1,29 @@
-"""A chat completion at /v1/ as a task and a run: both written at once, the run waited for
-without holding a database connection, and its answer as OpenAI's completion bodies."""
+"""A chat completion at /v1/ as a task and a run: the request read (its token, its conversation
+and its pool), then both written at once, or the run decided in memory on the fast path.
+`chat_wait` waits for the run; `chat_completion` gives its answer as OpenAI's completion bodies."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import json
-import logging
-from collections.abc import AsyncIterator, Awaitable
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any, Literal
+from typing import Any
 
 from asgiref.sync import sync_to_async
-from channels.layers import get_channel_layer
-from django.conf import settings
 from django.db import transaction
 from django.http import HttpRequest
 
 from studio.db import connection_release, releasing
 from studio.errors import Invalid
-from studio.models import Run, RunStatus, User
-from studio.openai_errors import (
-    OpenAIError,
-    database_unavailable,
-    error_body,
-    run_ended_badly,
-    run_timed_out,
-)
+from studio.models import Run, User
+from studio.openai_errors import OpenAIError
 from studio.openai_schemas import ChatIn, MessageIn, chat_parse
-from studio.selectors.chat import default_pool_name, passthrough_pairs, policy_of, pool_resolve, run_if_ended
+from studio.selectors.chat import default_pool_name, passthrough_pairs, policy_of, pool_resolve
 from studio.selectors.setup_cache import cached, one_generation
 from studio.services import fast_path
-from studio.services.events import run_group
 from studio.services.fast_path import FastRun
 from studio.services.runs import run_create
 from studio.services.tasks import task_create
 from studio.services.tokens import token_user
-from studio.streaming import RunTokens
-from studio.unavailable import DATABASE_ERRORS
-
-log = logging.getLogger(__name__)
-
-POLL_S = 0.05  # without a channel layer only
-RECHECK_S = 2.0  # a run is read again this often in case its `run.finished` notification was lost
-# A run given deadline_s ends itself just after it; wait a little longer to report how it ended.
-DEADLINE_GRACE_S = 5
-
-
-def wait_limit_s(deadline_s: int | None) -> float:
-    if deadline_s is not None:
-        return deadline_s + DEADLINE_GRACE_S
-    return float(settings.ORCHESTRA_OPENAI_WAIT_S)
 
 
 def chat_pool(pool: int | str | None, chat: dict[str, Any]) -> int:
@@ -96,61 +68,6 @@ def chat_submit(
         cost_preference=cost_preference, best_of=best_of, max_cost_usd=max_cost_usd, deadline_s=deadline_s,
         checkpoint_id=checkpoint_id,
     )  # fmt: skip
-
-
-async def _read_ended(run_id: int) -> Run | None:
-    try:
-        return await sync_to_async(releasing(run_if_ended))(run_id)
-    except DATABASE_ERRORS as exc:
-        raise database_unavailable(exc, run_id) from None
-
-
-async def _finished_message(layer: Any, channel: str) -> None:
-    """Until the run's group says the run finished (every other event is let by)."""
-    while True:
-        message = await layer.receive(channel)
-        if any(event.get("type") == "run.finished" for event in message.get("events") or ()):
-            return
-
-
-async def run_wait(run_id: int, limit_s: float) -> Run | None:
-    """The run once it has ended, or None if it is still going after `limit_s`.
-
-    Woken by the run's channel group (its `run.finished` event), not by polling: the request
-    joins the group, then reads the run once (it may have ended before), then reads it again
-    when the group says it finished, and every RECHECK_S in case a notification was lost (the
-    channel layer is Redis; Postgres holds the truth). Without a channel layer (Redis away) it
-    reads the run every POLL_S. A database that cannot be reached is an OpenAIError (503)."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + limit_s
-    layer, channel = get_channel_layer(), None
-    if layer is not None:
-        try:
-            channel = await layer.new_channel("v1-wait.")
-            await layer.group_add(run_group(run_id), channel)
-        except Exception:
-            log.warning("run %s: no channel layer to wait on; reading the run every %s s", run_id, POLL_S)
-            channel = None
-    try:
-        while True:
-            run = await _read_ended(run_id)
-            left = deadline - loop.time()
-            if run is not None or left <= 0:
-                return run
-            if channel is None:
-                await asyncio.sleep(min(POLL_S, left))
-                continue
-            try:
-                await asyncio.wait_for(_finished_message(layer, channel), timeout=min(RECHECK_S, left))
-            except TimeoutError:
-                pass
-            except Exception:
-                log.warning("run %s: the channel layer failed; reading the run every %s s", run_id, POLL_S)
-                channel = None
-    finally:
-        if channel is not None:
-            with contextlib.suppress(Exception):
-                await layer.group_discard(run_group(run_id), channel)
 
 
 def bearer_user(authorization: str) -> User:
@@ -233,22 +150,6 @@ async def chat_start(request: HttpRequest) -> Started:
     return started
 
 
-async def fast_ended(fast: FastRun, limit_s: float) -> Run | None:
-    """Make a fast run's call: the run, ended; None when it went on to the full machinery (a
-    retry), to be waited for as any run. Past `limit_s` a 504 naming the run: the call goes
-    on, on its thread, and the run is recorded when it ends."""
-    assert fast.call is not None  # started by _prepare
-    call = asyncio.wrap_future(fast.call)
-    done, _ = await asyncio.wait({call}, timeout=limit_s)
-    if not done and fast_path.fast_abandon(fast):
-        raise run_timed_out(fast.run.pk, limit_s)
-    try:
-        await call
-    except DATABASE_ERRORS as exc:
-        raise database_unavailable(exc, fast.run.pk) from None
-    return fast.run if fast.ended else None
-
-
 def conversation(messages: list[MessageIn]) -> tuple[str, dict[str, Any]]:
     """The task (the last user message's text) and the messages before and after it, as sent
     (`providers.conversation`: every model call of the run carries them)."""
@@ -283,177 +184,3 @@ def chat_task(chat: ChatIn) -> tuple[str, dict[str, Any]]:
             raise OpenAIError(400, "A json_schema response_format needs its json_schema.", param="response_format")
         found["response_format"] = chat.response_format.model_dump(exclude_none=True, by_alias=True)
     return text, found
-
-
-class Completion:
-    """The chat.completion and chat.completion.chunk bodies for one run."""
-
-    def __init__(self, run: Run, model: str, *, tools: bool = False) -> None:
-        self.id = f"chatcmpl-run-{run.pk}"
-        self.created = int(run.created_at.timestamp())
-        self.model = model
-        self.tools = tools  # the request offered tools: an answer may be tool calls
-
-    def tool_calls(self, run: Run) -> list[dict[str, Any]] | None:
-        """The tool calls the run answered with (`direct`'s `{"tool_calls": [...]}`), if any."""
-        if not self.tools:
-            return None
-        try:
-            found = json.loads(run.final_answer)
-        except ValueError:
-            return None
-        calls = found.get("tool_calls") if isinstance(found, dict) and set(found) == {"tool_calls"} else None
-        return calls if isinstance(calls, list) and calls else None
-
-    def completion(self, run: Run) -> dict[str, Any]:
-        calls = self.tool_calls(run)
-        message: dict[str, Any] = {"role": "assistant", "content": None if calls else run.final_answer}
-        if calls:
-            message["tool_calls"] = calls
-        finish = "tool_calls" if calls else "stop"
-        return {
-            "id": self.id, "object": "chat.completion", "created": self.created, "model": self.model,
-            "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
-            "usage": usage(run),
-            "orchestra": {
-                "run_id": run.pk, "task_id": run.task_id, "pool_id": run.pool_id, "policy": run.policy,
-                "cost_usd": float(run.cost_usd), "latency_s": run.latency_s,
-            },
-        }  # fmt: skip
-
-    def chunk(self, delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
-        choice = {"index": 0, "delta": delta, "finish_reason": finish_reason, "logprobs": None}
-        return {
-            "id": self.id, "object": "chat.completion.chunk", "created": self.created, "model": self.model,
-            "choices": [choice],
-        }  # fmt: skip
-
-    def usage_chunk(self, run: Run) -> dict[str, Any]:
-        return {**self.chunk({}), "choices": [], "usage": usage(run)}
-
-
-def usage(run: Run) -> dict[str, int]:
-    return {
-        "prompt_tokens": run.tokens_in,
-        "completion_tokens": run.tokens_out,
-        "total_tokens": run.tokens_in + run.tokens_out,
-    }
-
-
-# While a streamed run works, a comment this often, so that proxies keep the connection; the
-# answer in content chunks of this many characters.
-KEEPALIVE_S = 15.0
-CHUNK_CHARS = 64
-Event = tuple[Literal["data", "comment"], dict[str, Any] | str]
-
-
-def answer_changed(run: Run, streamed: int) -> OpenAIError:
-    return OpenAIError(
-        502,
-        f"The answer streamed so far ({streamed} characters) was not kept: its call failed part-way and run "
-        f"{run.pk} answered with another pair. Its answer is at /api/runs/{run.pk}.",
-        type="orchestra_run_failed", code="answer_changed", run_id=run.pk,
-    )  # fmt: skip
-
-
-def _answer_so_far(tokens: RunTokens, sent: str) -> str:
-    """What of the streamed call's text is new answer: its text stripped (the `direct` answer is
-    the reply stripped), past what was sent; nothing once a second call began (a retry)."""
-    visible = tokens.text.strip()
-    if tokens.calls != 1 or not visible.startswith(sent):
-        return ""
-    return visible[len(sent) :]
-
-
-async def _streamed_call(
-    call: asyncio.Future[Run | None], tokens: RunTokens, reply: Completion, sent: list[str]
-) -> AsyncIterator[Event]:
-    """While the fast path's call runs, its text as content chunks as it grows (`sent` keeps
-    what went out); a keep-alive when nothing came for KEEPALIVE_S."""
-    loop = asyncio.get_running_loop()
-    woke = asyncio.Event()
-
-    def wake() -> None:  # on the call's thread
-        loop.call_soon_threadsafe(woke.set)
-
-    tokens.listen(wake)
-    while True:
-        ended = call.done()
-        piece = _answer_so_far(tokens, "".join(sent))
-        if piece:
-            sent.append(piece)
-            yield "data", reply.chunk({"content": piece})
-        if ended:
-            return
-        waiter: asyncio.Future[Any] = asyncio.ensure_future(woke.wait())
-        wanted: set[asyncio.Future[Any]] = {call, waiter}
-        done, _ = await asyncio.wait(wanted, timeout=KEEPALIVE_S, return_when=asyncio.FIRST_COMPLETED)
-        waiter.cancel()
-        woke.clear()
-        if not done:
-            yield "comment", "the call is still going"
-
-
-async def completion_events(
-    run: Run,
-    reply: Completion,
-    limit_s: float,
-    include_usage: bool,
-    start: Awaitable[Run | None] | None = None,
-    tokens: RunTokens | None = None,
-) -> AsyncIterator[Event]:
-    """The run's answer as chat.completion.chunk events (`data`: a chunk, an error, or
-    "[DONE]"; `comment`: a keep-alive). The role goes first, at once; an error after that is
-    an event (the status is already 200). `start`, when given, is awaited first: the fast
-    path's call, which gives the run ended, or None when the run goes on elsewhere. With
-    `tokens` (a `direct` call streamed), the answer goes out as the model writes it; else, in
-    pieces once the run ends. A streamed answer that the run does not keep (the call failed
-    part-way and another pair answered) ends in an error event naming the run."""
-    yield "data", reply.chunk({"role": "assistant", "content": ""})
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + limit_s
-    ended = None
-    sent: list[str] = []
-    if start is not None:
-        call = asyncio.ensure_future(start)
-        try:
-            if tokens is not None:
-                async for event in _streamed_call(call, tokens, reply, sent):
-                    yield event
-            ended = await call
-        except OpenAIError as exc:
-            yield "data", error_body(exc)
-            return
-        finally:
-            call.cancel()  # the client went away: stop waiting for the call, as before
-    while ended is None:
-        left = deadline - loop.time()
-        if left <= 0:
-            yield "data", error_body(run_timed_out(run.pk, limit_s))
-            return
-        try:
-            ended = await run_wait(run.pk, min(left, KEEPALIVE_S))
-        except OpenAIError as exc:
-            yield "data", error_body(exc)
-            return
-        if ended is None:
-            yield "comment", f"run {run.pk} is still going"
-    if ended.status != RunStatus.SUCCEEDED:
-        yield "data", error_body(run_ended_badly(ended))
-        return
-    calls = reply.tool_calls(ended)
-    if calls:
-        yield "data", reply.chunk({"tool_calls": [{"index": i, **call} for i, call in enumerate(calls)]})
-        yield "data", reply.chunk({}, finish_reason="tool_calls")
-    else:
-        streamed = "".join(sent)
-        if not ended.final_answer.startswith(streamed):
-            yield "data", error_body(answer_changed(ended, len(streamed)))
-            return
-        answer = ended.final_answer[len(streamed) :]
-        for at in range(0, len(answer), CHUNK_CHARS):
-            yield "data", reply.chunk({"content": answer[at : at + CHUNK_CHARS]})
-        yield "data", reply.chunk({}, finish_reason="stop")
-    if include_usage:
-        yield "data", reply.usage_chunk(ended)
-    yield "data", "[DONE]"

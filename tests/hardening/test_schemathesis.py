@@ -63,7 +63,7 @@ from studio.models import (
     RunStatus,
     TrainingJob,
 )
-from studio.services import chat as chat_service
+from studio.services import chat_completion
 from tests.factories import RunFactory, TaskFactory
 from tests.hardening.conftest import TokenUser
 
@@ -240,7 +240,7 @@ def finish_at_once(monkeypatch: pytest.MonkeyPatch, settings: Any) -> None:
         return await Run.objects.aget(pk=run_id)
 
     monkeypatch.setattr(openai_compat, "run_wait", run_wait)
-    monkeypatch.setattr(chat_service, "run_wait", run_wait)  # a streamed answer waits there
+    monkeypatch.setattr(chat_completion, "run_wait", run_wait)  # a streamed answer waits there
 
 
 @pytest.fixture

@@ -230,9 +230,9 @@ def test_a_run_of_the_full_machinery_is_waited_for_on_its_group_not_by_polling(
         reads.append(time.monotonic())
         return read(run_id)
 
-    monkeypatch.setattr("studio.services.chat.run_if_ended", counted)
+    monkeypatch.setattr("studio.services.chat_wait.run_if_ended", counted)
     # No reading again in case a notification was lost: only the group's `run.finished` can end the wait in time.
-    monkeypatch.setattr("studio.services.chat.RECHECK_S", 30.0)
+    monkeypatch.setattr("studio.services.chat_wait.RECHECK_S", 30.0)
     with ScriptedOpenAI(lambda body: Reply(content="42", delay_s=1.0)) as server:
         pool = pool_of(server, ("slow", 1.0))
         started = time.monotonic()

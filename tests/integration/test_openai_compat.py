@@ -93,7 +93,7 @@ def test_the_openai_client_gets_the_runs_answer(
 def test_the_openai_client_streams_the_answer(
     asgi_server: str, celery_worker: object, user_token: tuple[User, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("studio.services.chat.KEEPALIVE_S", 0.1)  # comments while the run works
+    monkeypatch.setattr("studio.services.chat_completion.KEEPALIVE_S", 0.1)  # comments while the run works
     answer = "Six times seven is forty-two; " * 6 + "so: 42."
 
     def script(body: dict[str, Any]) -> Reply:

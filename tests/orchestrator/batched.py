@@ -10,9 +10,9 @@ from __future__ import annotations
 from orchestrator.learning.cascade import plan_cascade, run_cascade
 from orchestrator.learning.dataset import encode
 from orchestrator.learning.episode import EpisodeBatch
-from orchestrator.learning.features import answer_key
 from orchestrator.learning.method import LearnedMethod, route_batch
 from orchestrator.learning.model import PolicyNet
+from orchestrator.learning.responses import answer_key
 from orchestrator.routing.methods import CASCADE_OFFSET, Routes, executed_response
 from orchestrator.routing.table import OutcomeTable
 

@@ -10,9 +10,9 @@ import numpy as np
 import torch
 
 from orchestrator.core.protocol import Budget, NodeView, Observation
+from orchestrator.learning.calibration import calibrate, known_domains
 from orchestrator.learning.context_io import context_payload
 from orchestrator.learning.dataset import encode, make_context
-from orchestrator.learning.features import calibrate, known_domains
 from orchestrator.learning.model import PolicyConfig, PolicyNet, save_checkpoint
 from orchestrator.offline.shell import table_pairs
 from orchestrator.outcomes import DOMAINS

@@ -10,19 +10,12 @@ import pytest
 import torch
 
 from orchestrator.embedding import EMBEDDING_ID
+from orchestrator.learning.calibration import BLEND_GRID, MF_MIN_ITEMS, calibrate, item_accuracy
 from orchestrator.learning.dataset import encode, make_context
 from orchestrator.learning.episode import EpisodeBatch, reliability, response_features, rollout
-from orchestrator.learning.features import (
-    BLEND_GRID,
-    MF_MIN_ITEMS,
-    PAIR_DIM,
-    answer_key,
-    calibrate,
-    item_accuracy,
-    model_family,
-    model_size_b,
-)
+from orchestrator.learning.features import PAIR_DIM, model_family, model_size_b
 from orchestrator.learning.model import PolicyConfig, PolicyNet, load_checkpoint, save_checkpoint
+from orchestrator.learning.responses import answer_key
 from tests.orchestrator.synthetic_outcomes import synthetic_table
 
 

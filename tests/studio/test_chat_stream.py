@@ -1,6 +1,6 @@
-"""/v1's streamed answer from a streamed call (studio.services.chat.completion_events): the text
-goes out as it grows, the rest of the answer after, and an answer the run did not keep ends in
-an error, never in a wrong answer."""
+"""/v1's streamed answer from a streamed call (studio.services.chat_completion.completion_events):
+the text goes out as it grows, the rest of the answer after, and an answer the run did not keep
+ends in an error, never in a wrong answer."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from channels.db import database_sync_to_async
 
 from studio.models import Run, RunStatus
-from studio.services.chat import Completion, completion_events
+from studio.services.chat_completion import Completion, completion_events
 from studio.streaming import RunTokens
 from tests.factories import RunFactory
 

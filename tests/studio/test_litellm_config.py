@@ -17,7 +17,7 @@ from studio.errors import Conflict, Invalid
 from studio.models import Admissibility, ModelEndpoint, ModelPool
 from studio.services.litellm_config import pool_from_litellm_config, read_model_list
 from tests.factories import PrimitiveFactory
-from workers.synthetic_pool import DEFAULT_CONFIG, litellm_config
+from workers.synthetic_config import DEFAULT_CONFIG, litellm_config
 
 pytestmark = pytest.mark.django_db
 

@@ -15,7 +15,8 @@ from studio.services.tasks import tasks_from_benchmark
 from tests.factories import PoolFactory, UserFactory
 from workers.collection import run_collection
 from workers.synthetic_answers import draw
-from workers.synthetic_pool import DEFAULT_CONFIG, SyntheticPool
+from workers.synthetic_config import DEFAULT_CONFIG
+from workers.synthetic_pool import SyntheticPool
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 

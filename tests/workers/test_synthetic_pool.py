@@ -19,15 +19,8 @@ from providers.checkers import check
 from providers.llm import EndpointConfig, LLMClient
 from providers.primitives import PrimitiveInput, run_primitive
 from workers.synthetic_answers import ItemIndex, draw
-from workers.synthetic_pool import (
-    DEFAULT_CONFIG,
-    PoolConfig,
-    SyntheticModel,
-    SyntheticPool,
-    config_from_dict,
-    config_to_dict,
-    main,
-)
+from workers.synthetic_config import DEFAULT_CONFIG, PoolConfig, SyntheticModel, config_from_dict, config_to_dict
+from workers.synthetic_pool import SyntheticPool, main
 
 ALWAYS = SyntheticModel("synthetic-always", {}, 1.0, 2.0, default_accuracy=1.0)
 NEVER = SyntheticModel("synthetic-never", {}, 1.0, 2.0, default_accuracy=0.0)
