@@ -349,8 +349,8 @@ def collection_progress(*, collection_id: int) -> str:
     """Record the share of a running collection's cells that ended (its runner calls this once
     a second); returns its status, "" when it is gone."""
     total, done, _ = cells_progress(collection_id=collection_id)
-    job_progress(Collection, collection_id, progress=done / max(1, total), message="collecting")
-    return collection_status(collection_id=collection_id)
+    running = job_progress(Collection, collection_id, progress=done / max(1, total), message="collecting")
+    return str(running.status) if running is not None else collection_status(collection_id=collection_id)
 
 
 def collection_status(*, collection_id: int) -> str:
